@@ -1,0 +1,63 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layout: C holds the wire and the crypto (CAPNs, CAPNsMock), Swift holds policy
+// and the API (APNs, APNsMock), executables are thin.
+let package = Package(
+    name: "apns-engine",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "APNs", targets: ["APNs"]),
+        .library(name: "APNsMock", targets: ["APNsMock"]),
+        .executable(name: "apns-send", targets: ["apns-send"]),
+        .executable(name: "apns-mock", targets: ["apns-mock"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+    ],
+    targets: [
+        // The sender's hot path: ES256 provider tokens (OpenSSL) and HTTP/2 transports.
+        .target(
+            name: "CAPNs",
+            cSettings: [.define("_GNU_SOURCE"), .unsafeFlags(["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"])],
+            linkerSettings: [
+                .linkedLibrary("curl"), .linkedLibrary("nghttp2"),
+                .linkedLibrary("ssl"), .linkedLibrary("crypto"), .linkedLibrary("pthread"),
+            ]
+        ),
+        // Mock APNs server: libnghttp2 server API + OpenSSL + epoll.
+        .target(
+            name: "CAPNsMock",
+            cSettings: [.define("_GNU_SOURCE"), .unsafeFlags(["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"])],
+            linkerSettings: [
+                .linkedLibrary("nghttp2"), .linkedLibrary("ssl"), .linkedLibrary("crypto"),
+                .linkedLibrary("pthread"),
+            ]
+        ),
+        .target(
+            name: "APNs",
+            dependencies: [
+                "CAPNs",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        .target(name: "APNsMock", dependencies: ["CAPNsMock"]),
+        .executableTarget(
+            name: "apns-send",
+            dependencies: ["APNs", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(
+            name: "apns-mock",
+            dependencies: ["APNsMock", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        // Shared by the test targets: throw-away PKI, locating built binaries, running subprocesses.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "CAPNsTests", dependencies: ["CAPNs", "CAPNsMock", "TestSupport"]),
+        .testTarget(name: "APNsMockTests", dependencies: ["APNsMock", "CAPNs", "TestSupport"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsMock", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["APNsMock", "TestSupport"]),
+    ]
+)

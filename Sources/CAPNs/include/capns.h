@@ -1,0 +1,164 @@
+/*
+ * capns.h - the whole C/Swift boundary of the sender.
+ *
+ * C holds the wire and the crypto: ES256 provider tokens (OpenSSL) and HTTP/2
+ * transports (libcurl multi + nghttp2, or nghttp2 driven directly). Swift holds
+ * policy: what to send, retries, token refresh, results.
+ *
+ * Threading: a capns_sender runs one thread of its own. capns_sender_submit and
+ * capns_sender_set_authorization may be called from any thread. Completions are
+ * delivered in batches on the sender thread through the callback given at
+ * creation; the callback must not block and must not call capns_sender_destroy.
+ *
+ * Every submitted request completes exactly once (ANSWERED, NOT_PROCESSED,
+ * CONNECT_FAILED, TIMED_OUT or CANCELLED), also when the sender is destroyed.
+ */
+#ifndef CAPNS_H
+#define CAPNS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- errors */
+
+/* Functions that can fail take (char *err, size_t errlen) and write one
+ * human-readable line there; never key material. */
+#define CAPNS_ERR_MAX 256
+
+/* ------------------------------------------------- provider token (ES256) */
+
+typedef struct capns_key capns_key;
+
+/* Loads an APNs .p8 key: a PKCS#8 PEM EC P-256 private key. Anything else
+ * (another curve, RSA, a public key, a certificate) is refused with a reason. */
+capns_key *capns_key_load_file(const char *path, char *err, size_t errlen);
+capns_key *capns_key_load_pem(const char *pem, size_t len, char *err, size_t errlen);
+void capns_key_free(capns_key *key);
+
+/* Largest JWT capns_jwt_sign writes, NUL included. */
+#define CAPNS_JWT_MAX 512
+
+/* Signs {"alg":"ES256","kid":key_id}.{"iss":team_id,"iat":iat} with raw r||s,
+ * all three parts base64url without padding. Writes a NUL-terminated token to
+ * out (outlen >= CAPNS_JWT_MAX); returns its length, or -1 with err set. */
+int capns_jwt_sign(const capns_key *key, const char *key_id, const char *team_id,
+                   int64_t iat, char *out, size_t outlen, char *err, size_t errlen);
+
+/* ------------------------------------------------------------- messages */
+
+/* What every request of one send shares: headers and payload. Immutable once
+ * created, reference counted; a queued or in-flight request holds a reference. */
+typedef struct capns_message capns_message;
+
+typedef struct {
+    const char *topic;          /* apns-topic, required */
+    const char *push_type;      /* apns-push-type; NULL omits the header */
+    int priority;               /* apns-priority 10, 5 or 1; 0 omits the header */
+    int64_t expiration;         /* apns-expiration UNIX seconds; -1 omits the header */
+    const char *collapse_id;    /* apns-collapse-id; NULL omits the header */
+    const uint8_t *payload;     /* request body, sent as given */
+    size_t payload_len;
+} capns_message_spec;
+
+/* Copies everything in spec. Returns NULL only when out of memory. */
+capns_message *capns_message_create(const capns_message_spec *spec);
+void capns_message_retain(capns_message *m);
+void capns_message_release(capns_message *m);
+
+/* -------------------------------------------------------------- requests */
+
+#define CAPNS_TOKEN_MAX 200     /* hex digits; 64 today, Apple says it may grow */
+#define CAPNS_UUID_LEN 36
+
+typedef struct {
+    uint64_t tag;               /* the caller's, echoed in the completion */
+    capns_message *message;     /* retained by submit, released at completion */
+    const char *token;          /* lower-case hex, NUL-terminated, <= CAPNS_TOKEN_MAX */
+    const char *apns_id;        /* lower-case canonical UUID, CAPNS_UUID_LEN chars */
+} capns_request;
+
+typedef enum {
+    CAPNS_ANSWERED = 0,         /* the server answered: status, apns_id, reason, timestamp */
+    CAPNS_NOT_PROCESSED = 1,    /* refused by GOAWAY or REFUSED_STREAM, or lost with its
+                                   connection: the server did not act on it, send again */
+    CAPNS_CONNECT_FAILED = 2,   /* no usable connection (DNS, refused, TLS, no h2): see error */
+    CAPNS_TIMED_OUT = 3,        /* the request deadline passed without an answer */
+    CAPNS_CANCELLED = 4,        /* the sender was destroyed before an answer came */
+} capns_outcome;
+
+typedef struct {
+    uint64_t tag;
+    int32_t outcome;            /* capns_outcome */
+    int32_t status;             /* HTTP status when ANSWERED, else 0 */
+    int64_t timestamp_ms;       /* 410's "timestamp", else -1 */
+    int64_t latency_ns;         /* submit to completion */
+    char apns_id[CAPNS_UUID_LEN + 1];    /* the server's apns-id header, or "" */
+    char unique_id[CAPNS_UUID_LEN + 1];  /* apns-unique-id (development only), or "" */
+    char reason[64];            /* the error body's "reason", or "" */
+    char error[192];            /* why, for every outcome but ANSWERED; names the endpoint */
+} capns_completion;
+
+typedef void (*capns_completion_fn)(void *ctx, const capns_completion *batch, size_t count);
+
+/* --------------------------------------------------------------- sender */
+
+typedef enum {
+    CAPNS_TRANSPORT_CURL = 0,     /* libcurl multi interface with nghttp2 */
+    CAPNS_TRANSPORT_NGHTTP2 = 1,  /* nghttp2 session over OpenSSL, driven directly */
+} capns_transport;
+
+typedef struct {
+    capns_transport transport;
+    const char *host;           /* e.g. api.push.apple.com or 127.0.0.1 */
+    uint16_t port;              /* 443, 2197, or the mock's */
+    const char *ca_file;        /* extra trusted CA (PEM) on top of the system's; NULL for none.
+                                   Peer verification is always on. */
+    int connections;            /* HTTP/2 connections to keep, >= 1 */
+    int max_outstanding;        /* bound on submitted but not yet completed requests */
+    int connect_timeout_ms;     /* TCP + TLS handshake */
+    int request_timeout_ms;     /* submit to answer; 0 = none (not recommended) */
+    int ping_interval_ms;       /* PING a connection idle this long; 0 = never */
+    capns_completion_fn on_complete;
+    void *ctx;
+} capns_sender_config;
+
+typedef struct capns_sender capns_sender;
+
+typedef struct {
+    uint64_t connections_opened;
+    uint64_t connections_lost;      /* closed by the peer or an error while in use */
+    uint64_t goaways_received;
+    uint64_t requests_started;      /* streams opened, retries included */
+    uint64_t completed;             /* every outcome */
+    uint64_t not_processed;
+    uint64_t timed_out;
+    uint64_t bytes_sent;
+    uint64_t bytes_received;
+    uint32_t server_max_streams;    /* latest SETTINGS_MAX_CONCURRENT_STREAMS seen, 0 = none yet */
+    uint32_t peak_streams;          /* most streams in flight at once on one connection */
+} capns_sender_stats;
+
+/* Starts the sender thread; connects lazily on the first request. */
+capns_sender *capns_sender_create(const capns_sender_config *cfg, char *err, size_t errlen);
+
+/* The provider JWT (without "bearer ") used for requests started from now on. */
+void capns_sender_set_authorization(capns_sender *s, const char *jwt);
+
+/* Copies up to n requests into the sender's queue; returns how many were taken
+ * (fewer when max_outstanding would be exceeded). Never blocks on the network. */
+size_t capns_sender_submit(capns_sender *s, const capns_request *reqs, size_t n);
+
+void capns_sender_get_stats(capns_sender *s, capns_sender_stats *out);
+
+/* Stops the thread. Requests not yet answered complete as CANCELLED through the
+ * callback before this returns. Callers wanting a drain wait for completions first. */
+void capns_sender_destroy(capns_sender *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CAPNS_H */

@@ -1,0 +1,321 @@
+/*
+ * sender.c - the transport-independent half of a capns_sender: the bounded
+ * submit queue, authorization, completion batching and the sender thread.
+ */
+#include "sender_internal.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Completions handed to Swift per callback at most; one lock round trip each. */
+#define BATCH_MAX 256
+
+int64_t capns__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+bool capns__stopping(const capns_sender *s)
+{
+    return atomic_load_explicit(&s->stopping, memory_order_acquire);
+}
+
+/* ------------------------------------------------------------- messages */
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+capns_message *capns_message_create(const capns_message_spec *spec)
+{
+    capns_message *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    atomic_init(&m->refs, 1);
+    m->topic = strdup(spec->topic ? spec->topic : "");
+    m->push_type = dup_or_null(spec->push_type);
+    m->collapse_id = dup_or_null(spec->collapse_id);
+    if (spec->priority)
+        snprintf(m->priority, sizeof m->priority, "%d", spec->priority);
+    if (spec->expiration >= 0)
+        snprintf(m->expiration, sizeof m->expiration, "%lld", (long long)spec->expiration);
+    m->payload_len = spec->payload_len;
+    m->payload = malloc(spec->payload_len ? spec->payload_len : 1);
+    if (spec->payload_len)
+        memcpy(m->payload, spec->payload, spec->payload_len);
+    snprintf(m->content_length, sizeof m->content_length, "%zu", spec->payload_len);
+    if (!m->topic || !m->payload || (spec->push_type && !m->push_type) ||
+        (spec->collapse_id && !m->collapse_id)) {
+        capns_message_release(m);
+        return NULL;
+    }
+    return m;
+}
+
+void capns_message_retain(capns_message *m)
+{
+    atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+}
+
+void capns_message_release(capns_message *m)
+{
+    if (!m || atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    free(m->topic);
+    free(m->push_type);
+    free(m->collapse_id);
+    free(m->payload);
+    free(m);
+}
+
+/* ---------------------------------------------------------------- queue */
+
+size_t capns_sender_submit(capns_sender *s, const capns_request *reqs, size_t n)
+{
+    size_t cap = (size_t)s->cfg.max_outstanding, taken = 0;
+    int64_t now = capns__now_ns();
+
+    pthread_mutex_lock(&s->lock);
+    size_t room = cap - atomic_load(&s->outstanding);
+    if (capns__stopping(s))
+        room = 0;
+    for (; taken < n && taken < room; taken++) {
+        const capns_request *r = &reqs[taken];
+        capns_queued *q = &s->queue[(s->qhead + s->qlen) % cap];
+        q->tag = r->tag;
+        q->message = r->message;
+        capns_message_retain(r->message);
+        q->submitted_ns = now;
+        snprintf(q->token, sizeof q->token, "%s", r->token);
+        snprintf(q->apns_id, sizeof q->apns_id, "%s", r->apns_id);
+        s->qlen++;
+    }
+    atomic_fetch_add(&s->outstanding, taken);
+    pthread_mutex_unlock(&s->lock);
+
+    if (taken)
+        s->ops->wake(s->impl);
+    return taken;
+}
+
+size_t capns__take(capns_sender *s, capns_queued *out, size_t max)
+{
+    size_t cap = (size_t)s->cfg.max_outstanding, n = 0;
+    pthread_mutex_lock(&s->lock);
+    while (n < max && s->qlen) {
+        out[n++] = s->queue[s->qhead];
+        s->qhead = (s->qhead + 1) % cap;
+        s->qlen--;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+/* -------------------------------------------------------- authorization */
+
+void capns_sender_set_authorization(capns_sender *s, const char *jwt)
+{
+    pthread_mutex_lock(&s->lock);
+    snprintf(s->authorization, sizeof s->authorization, "bearer %s", jwt);
+    atomic_fetch_add(&s->auth_generation, 1);
+    pthread_mutex_unlock(&s->lock);
+    s->ops->wake(s->impl);
+}
+
+uint64_t capns__authorization(capns_sender *s, char *buf, size_t len)
+{
+    pthread_mutex_lock(&s->lock);
+    snprintf(buf, len, "%s", s->authorization);
+    uint64_t gen = atomic_load(&s->auth_generation);
+    pthread_mutex_unlock(&s->lock);
+    return gen;
+}
+
+uint64_t capns__authorization_generation(const capns_sender *s)
+{
+    return atomic_load(&s->auth_generation);
+}
+
+/* ---------------------------------------------------------- completions */
+
+void capns__flush(capns_sender *s)
+{
+    if (!s->batch_len)
+        return;
+    size_t n = s->batch_len;
+    /* Free the room first: the callback may wake a submitter that counts on it. */
+    atomic_fetch_sub(&s->outstanding, n);
+    s->cfg.on_complete(s->cfg.ctx, s->batch, n);
+    s->batch_len = 0;
+}
+
+capns_completion *capns__complete(capns_sender *s, capns_queued *q, capns_outcome outcome)
+{
+    if (s->batch_len == BATCH_MAX)
+        capns__flush(s);
+    capns_completion *c = &s->batch[s->batch_len++];
+    c->tag = q->tag;
+    c->outcome = outcome;
+    c->status = 0;
+    c->timestamp_ms = -1;
+    c->latency_ns = capns__now_ns() - q->submitted_ns;
+    c->apns_id[0] = c->unique_id[0] = c->reason[0] = c->error[0] = '\0';
+    capns_message_release(q->message);
+    q->message = NULL;
+    CAPNS_STAT_ADD(s, completed, 1);
+    if (outcome == CAPNS_NOT_PROCESSED)
+        CAPNS_STAT_ADD(s, not_processed, 1);
+    else if (outcome == CAPNS_TIMED_OUT)
+        CAPNS_STAT_ADD(s, timed_out, 1);
+    return c;
+}
+
+capns_completion *capns__fail(capns_sender *s, capns_queued *q, capns_outcome outcome,
+                              const char *fmt, ...)
+{
+    capns_completion *c = capns__complete(s, q, outcome);
+    int n = snprintf(c->error, sizeof c->error, "%s: ", s->endpoint);
+    if (n > 0 && (size_t)n < sizeof c->error) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->error + n, sizeof c->error - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return c;
+}
+
+/* APNs error bodies are small flat objects: {"reason":"Unregistered","timestamp":1700000000000}.
+ * A full JSON parser is not needed to read two known keys; anything odd leaves them empty. */
+static const char *find_key(const char *body, size_t len, const char *key)
+{
+    size_t klen = strlen(key);
+    for (size_t i = 0; i + klen + 2 <= len; i++) {
+        if (body[i] == '"' && memcmp(body + i + 1, key, klen) == 0 && body[i + 1 + klen] == '"') {
+            const char *p = body + i + klen + 2, *end = body + len;
+            while (p < end && (isspace((unsigned char)*p) || *p == ':'))
+                p++;
+            return p < end ? p : NULL;
+        }
+    }
+    return NULL;
+}
+
+void capns__parse_error_body(const char *body, size_t len, capns_completion *c)
+{
+    const char *end = body + len, *p = find_key(body, len, "reason");
+    if (p && *p == '"') {
+        size_t n = 0;
+        for (p++; p < end && *p != '"' && n + 1 < sizeof c->reason; p++)
+            c->reason[n++] = *p;
+        c->reason[n] = '\0';
+    }
+    p = find_key(body, len, "timestamp");
+    if (p && isdigit((unsigned char)*p)) {
+        int64_t v = 0;
+        for (; p < end && isdigit((unsigned char)*p); p++)
+            v = v * 10 + (*p - '0');
+        c->timestamp_ms = v;
+    }
+}
+
+/* --------------------------------------------------------------- thread */
+
+static void *sender_main(void *arg)
+{
+    capns_sender *s = arg;
+    s->ops->run(s->impl);
+
+    /* Whatever the transport never took ends here. */
+    capns_queued q;
+    while (capns__take(s, &q, 1))
+        capns__fail(s, &q, CAPNS_CANCELLED, "sender shut down before the request was sent");
+    capns__flush(s);
+    return NULL;
+}
+
+capns_sender *capns_sender_create(const capns_sender_config *cfg, char *err, size_t errlen)
+{
+    if (!cfg->host || !*cfg->host || !cfg->port || !cfg->on_complete || cfg->max_outstanding < 1 ||
+        cfg->connections < 1) {
+        snprintf(err, errlen, "invalid sender configuration (host, port, callback, limits)");
+        return NULL;
+    }
+    const capns_transport_ops *ops =
+        cfg->transport == CAPNS_TRANSPORT_NGHTTP2 ? &capns_h2_transport : &capns_curl_transport;
+
+    capns_sender *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->cfg = *cfg;
+    s->cfg.host = strdup(cfg->host);
+    s->cfg.ca_file = dup_or_null(cfg->ca_file);
+    snprintf(s->endpoint, sizeof s->endpoint, "%s:%u", cfg->host, (unsigned)cfg->port);
+    s->ops = ops;
+    s->queue = calloc((size_t)cfg->max_outstanding, sizeof *s->queue);
+    s->batch = calloc(BATCH_MAX, sizeof *s->batch);
+    pthread_mutex_init(&s->lock, NULL);
+    atomic_init(&s->outstanding, 0);
+    atomic_init(&s->stopping, false);
+    atomic_init(&s->auth_generation, 0);
+    if (!s->cfg.host || !s->queue || !s->batch || (cfg->ca_file && !s->cfg.ca_file)) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    s->impl = ops->create(s, err, errlen);
+    if (!s->impl)
+        goto fail;
+    if (pthread_create(&s->thread, NULL, sender_main, s) != 0) {
+        snprintf(err, errlen, "cannot start the sender thread");
+        ops->destroy(s->impl);
+        goto fail;
+    }
+    return s;
+fail:
+    pthread_mutex_destroy(&s->lock);
+    free((char *)s->cfg.host);
+    free((char *)s->cfg.ca_file);
+    free(s->queue);
+    free(s->batch);
+    free(s);
+    return NULL;
+}
+
+void capns_sender_get_stats(capns_sender *s, capns_sender_stats *out)
+{
+    __atomic_load(&s->stats.connections_opened, &out->connections_opened, __ATOMIC_RELAXED);
+    __atomic_load(&s->stats.connections_lost, &out->connections_lost, __ATOMIC_RELAXED);
+    __atomic_load(&s->stats.goaways_received, &out->goaways_received, __ATOMIC_RELAXED);
+    __atomic_load(&s->stats.requests_started, &out->requests_started, __ATOMIC_RELAXED);
+    __atomic_load(&s->stats.completed, &out->completed, __ATOMIC_RELAXED);
+    __atomic_load(&s->stats.not_processed, &out->not_processed, __ATOMIC_RELAXED);
+    __atomic_load(&s->stats.timed_out, &out->timed_out, __ATOMIC_RELAXED);
+    __atomic_load(&s->stats.bytes_sent, &out->bytes_sent, __ATOMIC_RELAXED);
+    __atomic_load(&s->stats.bytes_received, &out->bytes_received, __ATOMIC_RELAXED);
+    __atomic_load(&s->stats.server_max_streams, &out->server_max_streams, __ATOMIC_RELAXED);
+    __atomic_load(&s->stats.peak_streams, &out->peak_streams, __ATOMIC_RELAXED);
+}
+
+void capns_sender_destroy(capns_sender *s)
+{
+    if (!s)
+        return;
+    atomic_store_explicit(&s->stopping, true, memory_order_release);
+    s->ops->wake(s->impl);
+    pthread_join(s->thread, NULL);
+    s->ops->destroy(s->impl);
+    pthread_mutex_destroy(&s->lock);
+    free((char *)s->cfg.host);
+    free((char *)s->cfg.ca_file);
+    free(s->queue);
+    free(s->batch);
+    free(s);
+}

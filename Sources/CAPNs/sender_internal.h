@@ -1,0 +1,112 @@
+/*
+ * sender_internal.h - what sender.c shares with the transports (not Swift).
+ *
+ * sender.c owns the parts every transport needs: the bounded submit queue, the
+ * current authorization, completion batching, statistics and the thread. A
+ * transport (transport_curl.c, transport_h2.c) owns the sockets and runs its
+ * event loop on that thread through capns_transport_ops.
+ *
+ * Invariant: every request leaves the queue through capns__take() and ends in
+ * exactly one capns__complete(); the outstanding count counts the ones between
+ * submit and completion, so submit can bound them.
+ */
+#ifndef CAPNS_SENDER_INTERNAL_H
+#define CAPNS_SENDER_INTERNAL_H
+
+#include "capns.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+struct capns_message {
+    atomic_int refs;
+    char *topic;
+    char *push_type;            /* NULL = omit */
+    char *collapse_id;          /* NULL = omit */
+    char priority[4];           /* "" = omit */
+    char expiration[24];        /* "" = omit */
+    uint8_t *payload;
+    size_t payload_len;
+    char content_length[24];    /* payload_len spelled out, for transports that send it */
+};
+
+/* A request as the sender keeps it: copied at submit, so the caller's memory is free. */
+typedef struct {
+    uint64_t tag;
+    capns_message *message;     /* one reference held */
+    int64_t submitted_ns;       /* monotonic, for latency and deadlines */
+    char token[CAPNS_TOKEN_MAX + 1];
+    char apns_id[CAPNS_UUID_LEN + 1];
+} capns_queued;
+
+typedef struct {
+    const char *name;
+    /* On the creating thread; a transport that cannot start fails here with err. */
+    void *(*create)(capns_sender *s, char *err, size_t errlen);
+    /* On the sender thread. Returns once capns__stopping() is true and every request
+     * it took has been completed (CANCELLED where nothing better is known). */
+    void (*run)(void *impl);
+    /* From any thread: new requests are queued, a new token is set, or stop was asked. */
+    void (*wake)(void *impl);
+    void (*destroy)(void *impl);
+} capns_transport_ops;
+
+extern const capns_transport_ops capns_curl_transport;
+extern const capns_transport_ops capns_h2_transport;
+
+struct capns_sender {
+    capns_sender_config cfg;        /* host and ca_file point at our own copies */
+    char endpoint[300];             /* "host:port", for error lines */
+    const capns_transport_ops *ops;
+    void *impl;
+    pthread_t thread;
+
+    pthread_mutex_t lock;           /* guards the queue and the authorization */
+    capns_queued *queue;            /* ring of cfg.max_outstanding slots */
+    size_t qhead, qlen;
+    char authorization[CAPNS_JWT_MAX + 8];   /* "bearer <jwt>" */
+    atomic_uint_fast64_t auth_generation;    /* bumped on every set_authorization */
+
+    atomic_size_t outstanding;      /* submitted, not yet completed */
+    atomic_bool stopping;
+
+    capns_completion *batch;        /* sender thread only */
+    size_t batch_len;
+
+    capns_sender_stats stats;       /* updated with CAPNS_STAT_* */
+};
+
+#define CAPNS_STAT_ADD(s, field, n) __atomic_fetch_add(&(s)->stats.field, (n), __ATOMIC_RELAXED)
+#define CAPNS_STAT_SET(s, field, v) __atomic_store_n(&(s)->stats.field, (v), __ATOMIC_RELAXED)
+#define CAPNS_STAT_MAX(s, field, v) do { \
+        __typeof__((s)->stats.field) v_ = (v); \
+        if (v_ > __atomic_load_n(&(s)->stats.field, __ATOMIC_RELAXED)) \
+            __atomic_store_n(&(s)->stats.field, v_, __ATOMIC_RELAXED); } while (0)
+
+int64_t capns__now_ns(void);
+bool capns__stopping(const capns_sender *s);
+
+/* Moves up to max queued requests into out; the transport now owns them. */
+size_t capns__take(capns_sender *s, capns_queued *out, size_t max);
+
+/* Copies "bearer <jwt>" into buf (>= CAPNS_JWT_MAX + 8) and returns its generation. */
+uint64_t capns__authorization(capns_sender *s, char *buf, size_t len);
+uint64_t capns__authorization_generation(const capns_sender *s);
+
+/* Ends one request: returns its completion record, already holding tag, outcome,
+ * latency and empty fields, for the transport to fill in before the next call.
+ * Releases the request's message. Records are delivered by capns__flush (and
+ * automatically when the batch buffer fills). */
+capns_completion *capns__complete(capns_sender *s, capns_queued *q, capns_outcome outcome);
+
+/* Same, with a formatted error line (the endpoint is prefixed). */
+capns_completion *capns__fail(capns_sender *s, capns_queued *q, capns_outcome outcome,
+                              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Hands the buffered completions to the callback. Call once per loop iteration. */
+void capns__flush(capns_sender *s);
+
+/* Parses an APNs error body {"reason":"...","timestamp":N} into c. */
+void capns__parse_error_body(const char *body, size_t len, capns_completion *c);
+
+#endif
