@@ -1,0 +1,93 @@
+import Logging
+import Metrics
+
+/// Where APNs is.
+public enum Environment: Sendable, Hashable, CustomStringConvertible {
+    /// api.push.apple.com:443
+    case production
+    /// api.sandbox.push.apple.com:443 (apps signed for development)
+    case sandbox
+    /// Any other host and port: a mock, or APNs' alternative port 2197.
+    case custom(host: String, port: Int)
+
+    public var host: String {
+        switch self {
+        case .production: "api.push.apple.com"
+        case .sandbox: "api.sandbox.push.apple.com"
+        case .custom(let host, _): host
+        }
+    }
+
+    public var port: Int {
+        if case .custom(_, let port) = self { return port }
+        return 443
+    }
+
+    public var description: String { "\(host):\(port)" }
+}
+
+/// Which HTTP/2 engine carries the requests.
+public enum Transport: String, Sendable, CaseIterable {
+    /// libcurl's multi interface with nghttp2.
+    case curl
+    /// An nghttp2 session over OpenSSL, driven directly: fewer system calls per request.
+    case nghttp2
+}
+
+extension APNsClient {
+    public struct Configuration: Sendable {
+        public var credentials: Credentials
+        public var environment: Environment
+        /// A CA (PEM) to trust on top of the system's, e.g. a mock's. Verification is always on.
+        public var caFile: String?
+        public var transport: Transport
+        /// HTTP/2 connections to the environment (one is what APNs recommends).
+        public var connections: Int
+        /// Requests in flight at once; the server's SETTINGS_MAX_CONCURRENT_STREAMS also bounds them.
+        public var maxInFlight: Int
+        public var connectTimeout: Duration
+        /// Deadline of one attempt; nothing waits longer for an answer.
+        public var requestTimeout: Duration
+        /// PING a connection this long idle, so a half-dead one is found before it is used.
+        public var pingInterval: Duration
+        public var retry: RetryPolicy
+        public var logger: Logger
+
+        public init(credentials: Credentials, environment: Environment, caFile: String? = nil,
+                    transport: Transport = .curl, connections: Int = 1, maxInFlight: Int = 1000,
+                    connectTimeout: Duration = .seconds(10), requestTimeout: Duration = .seconds(30),
+                    pingInterval: Duration = .seconds(30), retry: RetryPolicy = .default,
+                    logger: Logger = Logger(label: "apns")) {
+            self.credentials = credentials
+            self.environment = environment
+            self.caFile = caFile
+            self.transport = transport
+            self.connections = connections
+            self.maxInFlight = maxInFlight
+            self.connectTimeout = connectTimeout
+            self.requestTimeout = requestTimeout
+            self.pingInterval = pingInterval
+            self.retry = retry
+            self.logger = logger
+        }
+    }
+}
+
+/// The counters and timers the client reports through swift-metrics.
+struct ClientMetrics: Sendable {
+    let sent = Counter(label: "apns_requests_sent_total")
+    let delivered = Counter(label: "apns_notifications_delivered_total")
+    let retries = Counter(label: "apns_retries_total")
+    let latency = Timer(label: "apns_delivery_latency")
+
+    func failed(_ reason: String) -> Counter {
+        Counter(label: "apns_notifications_failed_total", dimensions: [("reason", reason)])
+    }
+}
+
+extension Duration {
+    var milliseconds: Int {
+        let (seconds, attoseconds) = components
+        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+    }
+}

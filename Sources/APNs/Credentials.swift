@@ -1,0 +1,72 @@
+import CAPNs
+
+/// What signs provider tokens: the .p8 key Apple issued, its key id and the team id.
+public struct Credentials: Sendable {
+    public let key: SigningKey
+    public let keyID: String
+    public let teamID: String
+
+    public enum Error: Swift.Error, Equatable, CustomStringConvertible {
+        case badKeyID(String)
+        case badTeamID(String)
+
+        public var description: String {
+            switch self {
+            case .badKeyID(let id): "key id '\(id)' is not 10 letters or digits (Apple's Key ID, from Certificates, Identifiers & Profiles > Keys)"
+            case .badTeamID(let id): "team id '\(id)' is not 10 letters or digits (your Team ID, from the Apple Developer account's Membership page)"
+            }
+        }
+    }
+
+    public init(key: SigningKey, keyID: String, teamID: String) throws(Credentials.Error) {
+        guard Credentials.isAppleID(keyID) else { throw .badKeyID(keyID) }
+        guard Credentials.isAppleID(teamID) else { throw .badTeamID(teamID) }
+        self.key = key
+        self.keyID = keyID
+        self.teamID = teamID
+    }
+
+    private static func isAppleID(_ s: String) -> Bool {
+        s.utf8.count == 10 && s.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) }
+    }
+}
+
+/// An APNs .p8 key: a PKCS#8 PEM EC P-256 private key, held by OpenSSL.
+/// The key bytes never leave C; errors never quote them.
+public final class SigningKey: Sendable {
+    // Immutable after load; OpenSSL signs with one EVP_PKEY from several threads safely.
+    nonisolated(unsafe) let handle: OpaquePointer
+
+    public struct LoadError: Swift.Error, Equatable, CustomStringConvertible {
+        public let description: String
+    }
+
+    public init(contentsOf path: String) throws(LoadError) {
+        var err = [CChar](repeating: 0, count: Int(CAPNS_ERR_MAX))
+        guard let key = capns_key_load_file(path, &err, err.count) else {
+            throw LoadError(description: String(cChars: err))
+        }
+        handle = key
+    }
+
+    public init(pem: String) throws(LoadError) {
+        var err = [CChar](repeating: 0, count: Int(CAPNS_ERR_MAX))
+        let key = pem.utf8CString.withUnsafeBufferPointer {
+            capns_key_load_pem($0.baseAddress, $0.count - 1, &err, err.count)
+        }
+        guard let key else { throw LoadError(description: String(cChars: err)) }
+        handle = key
+    }
+
+    deinit { capns_key_free(handle) }
+
+    /// A provider JWT issued at `issuedAt` (UNIX seconds).
+    func sign(keyID: String, teamID: String, issuedAt: Int64) throws(LoadError) -> String {
+        var out = [CChar](repeating: 0, count: Int(CAPNS_JWT_MAX))
+        var err = [CChar](repeating: 0, count: Int(CAPNS_ERR_MAX))
+        guard capns_jwt_sign(handle, keyID, teamID, issuedAt, &out, out.count, &err, err.count) >= 0 else {
+            throw LoadError(description: "cannot sign a provider token: \(String(cChars: err))")
+        }
+        return String(cChars: out)
+    }
+}

@@ -1,0 +1,61 @@
+/// One notification's headers and payload, checked against APNs' rules when made,
+/// so that nothing APNs would refuse for its form is ever sent.
+public struct Notification: Sendable, Hashable {
+    /// The app's bundle id, with the push type's suffix (".voip", ...) added when missing.
+    public let topic: String
+    public let pushType: PushType
+    /// nil sends no header (APNs then uses 10), except for background pushes, which get 5.
+    public let priority: Priority?
+    public let expiration: Expiration?
+    public let collapseID: String?
+    public let payload: Payload
+
+    public enum Error: Swift.Error, Equatable, CustomStringConvertible {
+        case missingTopic
+        case payloadTooLarge(size: Int, limit: Int, pushType: PushType)
+        case collapseIDTooLong(bytes: Int)
+        case priorityNotAllowed(Priority, PushType)
+        case negativeExpiration
+
+        public var description: String {
+            switch self {
+            case .missingTopic: "a topic (the app's bundle id) is required"
+            case .payloadTooLarge(let size, let limit, let type):
+                "payload is \(size) bytes without white space; APNs accepts at most \(limit) for \(type.rawValue) pushes"
+            case .collapseIDTooLong(let n): "collapse id is \(n) bytes; APNs accepts at most 64"
+            case .priorityNotAllowed(let p, let type):
+                "priority \(p.rawValue) is not allowed for \(type.rawValue) pushes (use 5 or 1)"
+            case .negativeExpiration: "expiration must be a UNIX time in seconds, 0 or later"
+            }
+        }
+    }
+
+    public init(topic: String, pushType: PushType = .alert, priority: Priority? = nil,
+                expiration: Expiration? = nil, collapseID: String? = nil, payload: Payload) throws(Notification.Error) {
+        let bundle = topic.trimmingSpaces
+        guard !bundle.isEmpty else { throw .missingTopic }
+        guard payload.count <= pushType.payloadLimit else {
+            throw .payloadTooLarge(size: payload.count, limit: pushType.payloadLimit, pushType: pushType)
+        }
+        if let collapseID, collapseID.utf8.count > 64 { throw .collapseIDTooLong(bytes: collapseID.utf8.count) }
+        if pushType == .background, priority == .immediate { throw .priorityNotAllowed(.immediate, pushType) }
+        if case .at(let seconds)? = expiration, seconds < 0 { throw .negativeExpiration }
+
+        let suffix = pushType.topicSuffix
+        self.topic = suffix.isEmpty || bundle.hasSuffix(suffix) ? bundle : bundle + suffix
+        self.pushType = pushType
+        self.priority = priority ?? (pushType == .background ? .powerConsiderate : nil)
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.payload = payload
+    }
+}
+
+extension String {
+    var trimmingSpaces: String {
+        var s = Substring(self)
+        while s.first?.isWhitespace == true { s.removeFirst() }
+        while s.last?.isWhitespace == true { s.removeLast() }
+        return String(s)
+    }
+}

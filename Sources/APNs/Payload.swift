@@ -1,0 +1,133 @@
+/// The request body: a JSON object, kept exactly as it will be sent (compact,
+/// with the author's key order and number spelling).
+public struct Payload: Sendable, Hashable {
+    /// The bytes sent.
+    public let bytes: [UInt8]
+
+    public enum Error: Swift.Error, Equatable, CustomStringConvertible {
+        case empty
+        case notJSON(String)
+        case notAnObject
+
+        public var description: String {
+            switch self {
+            case .empty: "payload is empty"
+            case .notJSON(let why): "payload is not valid JSON: \(why)"
+            case .notAnObject: "payload must be a JSON object ({...})"
+            }
+        }
+    }
+
+    /// Validates JSON text and removes its insignificant white space.
+    public init(json: some Sequence<UInt8>) throws(Payload.Error) {
+        let compacted: (bytes: [UInt8], isObject: Bool)
+        do {
+            compacted = try JSONCompactor.compact(Array(json))
+        } catch {
+            switch error {
+            case .empty: throw .empty
+            case .syntax(let offset, let expected): throw .notJSON("expected \(expected) at byte \(offset)")
+            case .invalidUTF8(let offset): throw .notJSON("invalid UTF-8 at byte \(offset)")
+            case .tooDeep(let limit): throw .notJSON("nested deeper than \(limit) levels")
+            }
+        }
+        guard compacted.isObject else { throw .notAnObject }
+        bytes = compacted.bytes
+    }
+
+    public init(json: String) throws(Payload.Error) {
+        try self.init(json: json.utf8)
+    }
+
+    /// Builds `{"aps":{...}, custom keys...}`; keys keep the order given.
+    public init(aps: APS, custom: KeyValuePairs<String, JSONValue> = [:]) {
+        var object: [(String, JSONValue)] = [("aps", aps.jsonValue)]
+        object.append(contentsOf: custom.map { ($0.key, $0.value) })
+        var out: [UInt8] = []
+        JSONValue.object(object).write(to: &out)
+        bytes = out
+    }
+
+    public var count: Int { bytes.count }
+}
+
+/// A JSON value for custom keys; objects keep their key order.
+public indirect enum JSONValue: Sendable, Hashable {
+    case string(String)
+    case int(Int)
+    case double(Double)
+    case bool(Bool)
+    case null
+    case array([JSONValue])
+    case object([(String, JSONValue)])
+
+    public static func == (a: JSONValue, b: JSONValue) -> Bool {
+        var x: [UInt8] = [], y: [UInt8] = []
+        a.write(to: &x)
+        b.write(to: &y)
+        return x == y
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        var x: [UInt8] = []
+        write(to: &x)
+        hasher.combine(x)
+    }
+
+    func write(to out: inout [UInt8]) {
+        switch self {
+        case .string(let s): JSONValue.writeString(s, to: &out)
+        case .int(let n): out.append(contentsOf: String(n).utf8)
+        case .double(let d):
+            // JSON has no NaN or infinity; APNs would refuse the payload.
+            out.append(contentsOf: (d.isFinite ? "\(d)" : "null").utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .null: out.append(contentsOf: "null".utf8)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (k, item) in items.enumerated() {
+                if k > 0 { out.append(UInt8(ascii: ",")) }
+                item.write(to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            for (k, (key, value)) in members.enumerated() {
+                if k > 0 { out.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                value.write(to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    static func writeString(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for c in s.utf8 {
+            switch c {
+            case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
+            case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
+            case 0x0A: out.append(contentsOf: #"\n"#.utf8)
+            case 0x0D: out.append(contentsOf: #"\r"#.utf8)
+            case 0x09: out.append(contentsOf: #"\t"#.utf8)
+            case 0x00..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: #"\u00"#.utf8)
+                out.append(hex[Int(c >> 4)])
+                out.append(hex[Int(c & 0xF)])
+            default: out.append(c)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}
+
+extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
+    ExpressibleByFloatLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .int(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+}

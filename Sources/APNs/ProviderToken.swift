@@ -1,0 +1,68 @@
+import Foundation
+import Synchronization
+
+/// The provider JWT of one connection set: signed once, reused for every request,
+/// refreshed after `refreshAge` (APNs refuses tokens older than an hour) or once
+/// when APNs answers ExpiredProviderToken.
+///
+/// The generation counter stops a burst of ExpiredProviderToken answers (every
+/// stream in flight gets one) from causing a burst of refreshes: only answers to
+/// requests sent with the current generation refresh it. APNs throttles changes
+/// more often than every 20 minutes (TooManyProviderTokenUpdates), which a
+/// 50-minute age refresh stays far from.
+final class ProviderToken: Sendable {
+    struct Current: Sendable {
+        let jwt: String
+        let generation: Int
+        let issuedAt: Int64
+    }
+
+    static let refreshAge: Int64 = 50 * 60
+
+    private let credentials: Credentials
+    private let state: Mutex<Current?> = Mutex(nil)
+    private let signatures = Atomic<Int>(0)
+    /// Told of every new token, to hand it to the transport.
+    private let install: @Sendable (String) -> Void
+
+    init(credentials: Credentials, install: @escaping @Sendable (String) -> Void) {
+        self.credentials = credentials
+        self.install = install
+    }
+
+    /// JWT signatures made so far.
+    var signatureCount: Int { signatures.load(ordering: .relaxed) }
+
+    /// The token to use now, signing one if there is none or it is old.
+    func current(now: Int64 = ProviderToken.unixNow()) throws(SigningKey.LoadError) -> Current {
+        try update { current throws(SigningKey.LoadError) in
+            if let current, now - current.issuedAt < ProviderToken.refreshAge { return nil }
+            return now
+        }
+    }
+
+    /// After ExpiredProviderToken on a request sent with `generation`: refresh once.
+    func expired(generation: Int, now: Int64 = ProviderToken.unixNow()) throws(SigningKey.LoadError) -> Current {
+        try update { current throws(SigningKey.LoadError) in
+            if let current, current.generation != generation { return nil }
+            return now
+        }
+    }
+
+    /// `decide` returns the iat of a new token, or nil to keep the current one.
+    private func update(_ decide: (Current?) throws(SigningKey.LoadError) -> Int64?) throws(SigningKey.LoadError) -> Current {
+        let (result, fresh): (Current, Bool) = try state.withLock { (state: inout Current?) throws(SigningKey.LoadError) -> (Current, Bool) in
+            guard let iat = try decide(state) else { return (state!, false) }
+            let jwt = try credentials.key.sign(keyID: credentials.keyID, teamID: credentials.teamID, issuedAt: iat)
+            let next = Current(jwt: jwt, generation: (state?.generation ?? 0) + 1, issuedAt: iat)
+            state = next
+            // Under the lock, so the transport never gets an older token after a newer one.
+            install(jwt)
+            return (next, true)
+        }
+        if fresh { signatures.add(1, ordering: .relaxed) }
+        return result
+    }
+
+    static func unixNow() -> Int64 { Int64(Date().timeIntervalSince1970) }
+}

@@ -1,0 +1,49 @@
+/// `apns-push-type`: required by current OS versions; decides the topic's suffix,
+/// the payload limit and the priorities APNs accepts.
+public enum PushType: String, Sendable, CaseIterable, Hashable {
+    case alert, background, voip, complication, fileprovider, mdm, liveactivity, location
+    case pushtotalk, widgets, controls
+
+    /// The suffix APNs wants on the app's bundle id for this push type.
+    public var topicSuffix: String {
+        switch self {
+        case .voip: ".voip"
+        case .complication: ".complication"
+        case .fileprovider: ".pushkit.fileprovider"
+        case .location: ".location-query"
+        case .pushtotalk: ".voip-ptt"
+        case .liveactivity: ".push-type.liveactivity"
+        case .widgets: ".push-type.widgets"
+        case .controls: ".push-type.controls"
+        case .alert, .background, .mdm: ""
+        }
+    }
+
+    /// Largest payload APNs accepts, in bytes of the JSON as sent.
+    public var payloadLimit: Int { self == .voip ? 5120 : 4096 }
+}
+
+/// `apns-priority`.
+public enum Priority: Int, Sendable, CaseIterable, Hashable {
+    /// Deliver now (10). Not allowed for background pushes.
+    case immediate = 10
+    /// Deliver when power allows (5); required for background pushes.
+    case powerConsiderate = 5
+    /// Lowest (1).
+    case low = 1
+}
+
+/// `apns-expiration`.
+public enum Expiration: Sendable, Hashable {
+    /// Try once; if the device is offline, drop it (0).
+    case immediately
+    /// Store and retry until this UNIX time (seconds).
+    case at(unixSeconds: Int64)
+
+    var headerValue: Int64 {
+        switch self {
+        case .immediately: 0
+        case .at(let seconds): seconds
+        }
+    }
+}

@@ -1,0 +1,109 @@
+/// Everything the mock APNs server is told at start: where it listens, whom it
+/// trusts, and which faults it injects. The C header `capns_mock.h` documents the
+/// order in which a request is judged; this type only carries the settings.
+public struct MockConfiguration: Sendable {
+    /// Numeric address to bind; anything but loopback needs `allowNonLoopback`.
+    public var host = "127.0.0.1"
+    /// 0 picks a free port; read the real one from `MockServer.port`.
+    public var port: UInt16 = 0
+    public var allowNonLoopback = false
+    /// The TLS certificate chain (PEM) and its private key.
+    public var certificatePath: String
+    public var privateKeyPath: String
+    /// Provider keys the mock verifies JWTs with: key id ("kid") to a .p8 or public-key PEM path.
+    public var authKeys: [String: String]
+    /// Accepted JWT "iss" values.
+    public var teamIDs: [String]
+    /// Bundle ids; push-type suffixes (".voip", ...) are added by the mock.
+    public var topics: [String]
+    /// SETTINGS_MAX_CONCURRENT_STREAMS after a connection's first success.
+    public var maxStreams = 1000
+    /// ...and before it: 1, as APNs does with token auth. Tests whose client sends a
+    /// burst before reading SETTINGS (nghttp) raise it to see every stream processed.
+    public var initialStreams = 1
+    /// Development environment: 200 answers carry `apns-unique-id`.
+    public var sandbox = false
+    /// Tokens answered 410 Unregistered, with the timestamp (ms) to report.
+    public var unregistered: [String: Int64] = [:]
+    /// Every answer waits `latency` plus a uniform share of `jitter`.
+    public var latency: Duration = .zero
+    public var jitter: Duration = .zero
+    /// Fractions of otherwise-successful requests answered 429, 500 or 503.
+    public var failureRates: [Int: Double] = [:]
+    /// GOAWAY (NO_ERROR, last-stream-id = the Nth stream) when a connection's Nth request begins.
+    public var goawayAfter: Int?
+    /// TCP reset (SO_LINGER 0) when a connection's Nth request has arrived; it is never answered.
+    public var resetAfter: Int?
+    /// SETTINGS drop of the stream limit at runtime.
+    public var settingsDrop: SettingsDrop?
+    /// GOAWAY with debug data {"reason":"IdleTimeout"} after this long without a frame.
+    public var idleTimeout: Duration?
+    /// The "500 after long idle" quirk: the first answer after this long without one is 500.
+    public var idle500After: Duration?
+    /// A token change on a connection sooner than this is 429 TooManyProviderTokenUpdates.
+    public var tokenUpdateInterval: Duration = .seconds(20 * 60)
+    /// Accept, handshake, read requests, never answer.
+    public var stall = false
+    /// Keep every request (method, path, headers, body) for `MockServer.recordedRequests()`.
+    public var recordRequests = false
+    /// At most this many requests are kept when recording.
+    public var recordCap = 100_000
+    /// Answers for a token's first attempts (after it passed validation), then normal handling.
+    public var scripted: [String: [MockAnswer]] = [:]
+    /// An answer for every attempt of a token after its script.
+    public var forced: [String: MockAnswer] = [:]
+    /// Seeds every random choice (faults, jitter, generated ids).
+    public var seed: UInt64 = 0
+    /// Event-loop threads (SO_REUSEPORT listeners).
+    public var threads = 1
+
+    public struct SettingsDrop: Sendable, Equatable {
+        /// After this many requests began on a connection...
+        public var after: Int
+        /// ...advertise this many concurrent streams...
+        public var to: Int
+        /// ...and restore the limit this many requests later (nil: never).
+        public var restoreAfter: Int?
+
+        public init(after: Int, to: Int, restoreAfter: Int? = nil) {
+            self.after = after
+            self.to = to
+            self.restoreAfter = restoreAfter
+        }
+    }
+
+    public init(certificatePath: String, privateKeyPath: String, authKeys: [String: String] = [:],
+                teamIDs: [String] = [], topics: [String] = []) {
+        self.certificatePath = certificatePath
+        self.privateKeyPath = privateKeyPath
+        self.authKeys = authKeys
+        self.teamIDs = teamIDs
+        self.topics = topics
+    }
+}
+
+/// An answer the mock gives instead of judging a request itself.
+public struct MockAnswer: Sendable, Equatable {
+    /// HTTP status; 0 means "judge normally" (a scripted pass).
+    public var status: Int
+    /// APNs reason for an error body, nil for none.
+    public var reason: String?
+    /// 410's "timestamp" (ms since the epoch).
+    public var timestamp: Int64?
+
+    public init(status: Int, reason: String? = nil, timestamp: Int64? = nil) {
+        self.status = status
+        self.reason = reason
+        self.timestamp = timestamp
+    }
+
+    /// Judge this attempt normally.
+    public static let pass = MockAnswer(status: 0)
+    public static let success = MockAnswer(status: 200)
+    public static let tooManyRequests = MockAnswer(status: 429, reason: "TooManyRequests")
+    public static let internalServerError = MockAnswer(status: 500, reason: "InternalServerError")
+    public static let serviceUnavailable = MockAnswer(status: 503, reason: "ServiceUnavailable")
+    public static func error(_ status: Int, _ reason: String) -> MockAnswer {
+        MockAnswer(status: status, reason: reason)
+    }
+}

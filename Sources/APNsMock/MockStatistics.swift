@@ -1,0 +1,56 @@
+import CAPNsMock
+
+/// What the mock has seen and done; a snapshot of independent counters.
+public struct MockStatistics: Sendable, Equatable {
+    public var connectionsAccepted: UInt64
+    public var connectionsCurrent: UInt64
+    /// TLS failures, including clients that do not offer ALPN h2.
+    public var handshakesFailed: UInt64
+    /// Requests begun (HEADERS received).
+    public var streams: UInt64
+    /// Requests answered.
+    public var requests: UInt64
+    public var byStatus: [Int: UInt64]
+    public var byReason: [String: UInt64]
+    public var distinctJWTs: UInt64
+    public var jwtVerifications: UInt64
+    /// Most concurrent streams seen on one connection.
+    public var maxConcurrentStreamsSeen: UInt64
+    public var bytesIn: UInt64
+    public var bytesOut: UInt64
+    public var goawaysSent: UInt64
+    public var resetsDone: UInt64
+    /// SETTINGS frames after the initial one (raise, drop, restore).
+    public var settingsSent: UInt64
+
+    init(_ s: capns_mock_stats) {
+        connectionsAccepted = s.connections_accepted
+        connectionsCurrent = s.connections_current
+        handshakesFailed = s.handshakes_failed
+        streams = s.streams
+        requests = s.requests
+        distinctJWTs = s.jwt_distinct
+        jwtVerifications = s.jwt_verifications
+        maxConcurrentStreamsSeen = s.max_streams_seen
+        bytesIn = s.bytes_in
+        bytesOut = s.bytes_out
+        goawaysSent = s.goaways_sent
+        resetsDone = s.resets_done
+        settingsSent = s.settings_sent
+        var statuses: [Int: UInt64] = [:]
+        withUnsafeBytes(of: s.status) { raw in
+            for (code, count) in raw.bindMemory(to: UInt64.self).enumerated() where count > 0 {
+                statuses[code] = count
+            }
+        }
+        byStatus = statuses
+        var reasons: [String: UInt64] = [:]
+        withUnsafeBytes(of: s.reasons) { raw in
+            for (index, count) in raw.bindMemory(to: UInt64.self).enumerated() where count > 0 {
+                let name = String(cString: capns_mock_reason_name(Int32(index)))
+                if !name.isEmpty { reasons[name] = count }
+            }
+        }
+        byReason = reasons
+    }
+}

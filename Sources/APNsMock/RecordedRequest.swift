@@ -1,0 +1,35 @@
+import CAPNsMock
+
+/// One request as the mock received it (when recording is on).
+public struct RecordedRequest: Sendable {
+    /// 1, 2, ... in the order the mock accepted connections.
+    public let connectionID: UInt64
+    public let streamID: Int32
+    public let method: String
+    public let path: String
+    /// Every header but the pseudo-headers, in arrival order.
+    public let headers: [(String, String)]
+    /// The body, up to 5121 bytes (one past the largest payload APNs takes).
+    public let body: [UInt8]
+
+    /// The first value of a header, by lower-case name.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.0 == name }?.1
+    }
+
+    /// The device token from a `/3/device/<token>` path.
+    public var token: String? {
+        path.hasPrefix("/3/device/") ? String(path.dropFirst("/3/device/".count)) : nil
+    }
+
+    init(_ r: capns_mock_record) {
+        connectionID = r.connection_id
+        streamID = r.stream_id
+        method = String(cString: r.method)
+        path = String(cString: r.path)
+        headers = (0..<r.n_headers).map { i in
+            (String(cString: r.headers[i].name), String(cString: r.headers[i].value))
+        }
+        body = r.body_len > 0 ? Array(UnsafeBufferPointer(start: r.body, count: r.body_len)) : []
+    }
+}

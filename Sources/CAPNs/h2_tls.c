@@ -1,0 +1,184 @@
+/*
+ * h2_tls.c - getting one connection of the nghttp2 transport to a verified TLS
+ * session that speaks h2: non-blocking TCP connect, then the OpenSSL handshake.
+ *
+ * Verification is never turned off: the peer must chain to the system's roots or
+ * to cfg.ca_file, and its certificate must name the host (DNS name or IP literal).
+ * Errors land in c->error as one line without the endpoint (capns__fail adds it).
+ */
+#include "h2_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static const unsigned char alpn_h2[] = "\x02h2";
+
+SSL_CTX *h2_tls_ctx_new(const char *ca_file, char *err, size_t errlen)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) {
+        snprintf(err, errlen, "TLS: cannot create a context");
+        return NULL;
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    /* Partial writes + moving buffer: the write buffer is refilled between retries. */
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* HTTP/2 frames delimit themselves: a close without close_notify is a plain EOF. */
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+    if (SSL_CTX_set_alpn_protos(ctx, alpn_h2, sizeof alpn_h2 - 1) != 0 ||
+        SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        snprintf(err, errlen, "TLS: cannot configure the context");
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    if (ca_file && SSL_CTX_load_verify_locations(ctx, ca_file, NULL) != 1) {
+        snprintf(err, errlen, "TLS: cannot load CA file %s", ca_file);
+        SSL_CTX_free(ctx);
+        ERR_clear_error();
+        return NULL;
+    }
+    return ctx;
+}
+
+/* ------------------------------------------------------------------- TCP */
+
+/* Starts connecting to c->addr and the ones after it until one is under way. */
+static int connect_next(h2_conn *c)
+{
+    for (; c->addr; c->addr = c->addr->ai_next) {
+        int fd = socket(c->addr->ai_family, c->addr->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                        c->addr->ai_protocol);
+        if (fd < 0) {
+            snprintf(c->error, sizeof c->error, "socket: %s", strerror(errno));
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (connect(fd, c->addr->ai_addr, c->addr->ai_addrlen) == 0 || errno == EINPROGRESS) {
+            c->fd = fd;
+            return 0;
+        }
+        snprintf(c->error, sizeof c->error, "connect: %s", strerror(errno));
+        close(fd);
+    }
+    return -1;
+}
+
+int h2_tcp_start(h2_conn *c, const char *host, uint16_t port)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG};
+    char service[8];
+    snprintf(service, sizeof service, "%u", (unsigned)port);
+    /* Blocks the sender thread for the lookup; a resolver thread is not worth it for
+     * one connection per environment (APNs hosts resolve from cache). */
+    int rv = getaddrinfo(host, service, &hints, &c->addrs);
+    if (rv != 0) {
+        snprintf(c->error, sizeof c->error, "resolve: %s", gai_strerror(rv));
+        return -1;
+    }
+    c->addr = c->addrs;
+    return connect_next(c);
+}
+
+int h2_tcp_finish(h2_conn *c)
+{
+    int soerr = 0;
+    socklen_t len = sizeof soerr;
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0)
+        soerr = errno;
+    if (soerr == 0)
+        return 1;
+    if (soerr == EINPROGRESS)
+        return 0;
+    snprintf(c->error, sizeof c->error, "connect: %s", strerror(soerr));
+    close(c->fd);
+    c->fd = -1;
+    c->addr = c->addr->ai_next;
+    return connect_next(c) == 0 ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------- TLS */
+
+static bool is_ip_literal(const char *host)
+{
+    unsigned char buf[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
+}
+
+int h2_tls_start(h2_conn *c, const char *host)
+{
+    c->ssl = SSL_new(c->t->ssl_ctx);
+    if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
+        snprintf(c->error, sizeof c->error, "TLS: cannot create a session");
+        return -1;
+    }
+    int ok;
+    if (is_ip_literal(host)) {
+        ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host);
+    } else {
+        ok = SSL_set_tlsext_host_name(c->ssl, host) == 1 && SSL_set1_host(c->ssl, host) == 1;
+    }
+    if (!ok) {
+        snprintf(c->error, sizeof c->error, "TLS: cannot set the expected host %s", host);
+        return -1;
+    }
+    SSL_set_connect_state(c->ssl);
+    return 0;
+}
+
+/* One line for a failed handshake: the verify result when that is what failed. */
+static void handshake_error(h2_conn *c, int rv)
+{
+    int code = SSL_get_error(c->ssl, rv);
+    long verify = SSL_get_verify_result(c->ssl);
+    unsigned long e = ERR_peek_error();
+    if (ERR_GET_REASON(e) == SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL) {
+        /* a strict server refuses the handshake rather than complete it without h2 */
+        snprintf(c->error, sizeof c->error, "server did not negotiate HTTP/2 (ALPN)");
+    } else if (verify != X509_V_OK) {
+        snprintf(c->error, sizeof c->error, "TLS: certificate verify failed (%s)",
+                 X509_verify_cert_error_string(verify));
+    } else if (e) {
+        char buf[120];
+        ERR_error_string_n(e, buf, sizeof buf);
+        snprintf(c->error, sizeof c->error, "TLS: %s", buf);
+    } else if (code == SSL_ERROR_SYSCALL && errno) {
+        snprintf(c->error, sizeof c->error, "TLS: %s", strerror(errno));
+    } else {
+        snprintf(c->error, sizeof c->error, "TLS: connection closed during the handshake");
+    }
+    ERR_clear_error();
+}
+
+int h2_tls_handshake(h2_conn *c)
+{
+    ERR_clear_error();
+    errno = 0;
+    int rv = SSL_do_handshake(c->ssl);
+    if (rv != 1) {
+        int code = SSL_get_error(c->ssl, rv);
+        if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE)
+            return 0;
+        handshake_error(c, rv);
+        return -1;
+    }
+    const unsigned char *proto = NULL;
+    unsigned int len = 0;
+    SSL_get0_alpn_selected(c->ssl, &proto, &len);
+    if (len != 2 || memcmp(proto, "h2", 2) != 0) {
+        snprintf(c->error, sizeof c->error, "server did not negotiate HTTP/2 (ALPN)");
+        return -1;
+    }
+    return 1;
+}

@@ -1,0 +1,309 @@
+/*
+ * mock_internal.h - what the mock's C files share (not Swift).
+ *
+ *   server.c   create/start/destroy, listeners, the epoll loop per thread
+ *   timers.c   the per-loop timer heap (delayed answers, idle checks)
+ *   conn.c     one client connection: TLS handshake, nghttp2 session, I/O
+ *   judge.c    one request: header capture and the APNs verdict
+ *   provider_token.c  provider token (JWT) verification and its cache
+ *   json.c     a small JSON syntax check and flat-object field reader
+ *   tables.c   per-token tables (attempts, scripts, unregistered), recording
+ *   stats.c    counters, reason names, the JSON dump
+ *
+ * Threading: each loop thread owns its connections, streams and timers
+ * outright; only the token table, the JWT cache and the record store are
+ * shared, each behind its own mutex, and statistics are relaxed atomics.
+ */
+#ifndef CAPNS_MOCK_INTERNAL_H
+#define CAPNS_MOCK_INTERNAL_H
+
+#include "capns_mock.h"
+
+#include <nghttp2/nghttp2.h>
+#include <openssl/ssl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+/* ----------------------------------------------------------- reasons */
+
+/* Index into the reason table; keep in step with stats.c's names. */
+enum {
+    R_NONE = 0,
+    R_BAD_COLLAPSE_ID, R_BAD_DEVICE_TOKEN, R_BAD_EXPIRATION_DATE, R_BAD_MESSAGE_ID,
+    R_BAD_PRIORITY, R_BAD_TOPIC, R_DEVICE_TOKEN_NOT_FOR_TOPIC, R_DUPLICATE_HEADERS,
+    R_IDLE_TIMEOUT, R_INVALID_PUSH_TYPE, R_MISSING_DEVICE_TOKEN, R_MISSING_TOPIC,
+    R_PAYLOAD_EMPTY, R_TOPIC_DISALLOWED, R_BAD_PAYLOAD,
+    R_BAD_CERTIFICATE, R_BAD_CERTIFICATE_ENVIRONMENT, R_EXPIRED_PROVIDER_TOKEN,
+    R_FORBIDDEN, R_INVALID_PROVIDER_TOKEN, R_MISSING_PROVIDER_TOKEN,
+    R_UNRELATED_KEY_ID_IN_TOKEN, R_BAD_PATH, R_METHOD_NOT_ALLOWED, R_UNREGISTERED,
+    R_EXPIRED_TOKEN, R_PAYLOAD_TOO_LARGE, R_TOO_MANY_PROVIDER_TOKEN_UPDATES,
+    R_TOO_MANY_REQUESTS, R_INTERNAL_SERVER_ERROR, R_SERVICE_UNAVAILABLE, R_SHUTDOWN,
+    R_COUNT
+};
+
+int mock__reason_index(const char *name);   /* R_NONE when unknown */
+
+/* ------------------------------------------------------------- config */
+
+typedef struct {
+    char kid[64];
+    EVP_PKEY *pub;
+} mock_key;
+
+/* A verdict: what one stream is answered. */
+typedef struct {
+    int status;                 /* 0 = not decided / scripted pass */
+    int reason;                 /* R_* */
+    int64_t timestamp_ms;       /* 410 only */
+} mock_answer;
+
+/* ------------------------------------------------------------- tables */
+
+typedef struct mock_token_entry mock_token_entry;
+
+typedef struct {
+    pthread_mutex_t lock;
+    mock_token_entry **slots;   /* open addressing, power of two */
+    size_t cap, used, limit;    /* limit: most entries counted */
+} mock_token_table;
+
+int mock__tokens_init(mock_token_table *t, size_t limit);
+void mock__tokens_free(mock_token_table *t);
+/* Setup only: entry for token, created. */
+mock_token_entry *mock__tokens_setup(mock_token_table *t, const char *token);
+void mock__entry_set_unregistered(mock_token_entry *e, int64_t ts);
+int mock__entry_set_script(mock_token_entry *e, const mock_answer *a, size_t n, const mock_answer *forced);
+/* Counts one attempt and returns what the tables say about it: *scripted an
+ * answer (status 0 when none), *unregistered_ts >= 0 for 410. */
+void mock__tokens_attempt(mock_token_table *t, const char *token, size_t len,
+                          mock_answer *scripted, int64_t *unregistered_ts);
+uint64_t mock__tokens_attempts(mock_token_table *t, const char *token);
+
+typedef struct {
+    pthread_mutex_t lock;
+    capns_mock_record **items;
+    size_t count, cap, limit;
+} mock_records;
+
+void mock__records_add(mock_records *r, capns_mock_record *rec);   /* takes it or frees it */
+void mock__record_free(capns_mock_record *rec);
+
+/* ---------------------------------------------------------- JWT cache */
+
+typedef struct mock_jwt_entry mock_jwt_entry;
+
+typedef struct {
+    pthread_mutex_t lock;
+    mock_jwt_entry **slots;
+    size_t cap, used;
+} mock_jwt_cache;
+
+/* What a provider token says once checked; iat is checked per use. */
+typedef struct {
+    int reason;                 /* R_NONE when the signature and claims are good */
+    int team;                   /* index into teams */
+    int64_t iat;
+} mock_jwt_result;
+
+typedef struct capns_mock capns_mock;
+void mock__jwt_check(capns_mock *m, const char *jwt, size_t len, mock_jwt_result *out);
+void mock__jwt_cache_free(mock_jwt_cache *c);
+
+/* --------------------------------------------------------------- JSON */
+
+/* True if buf[0..len) is one JSON object, nothing but whitespace around it. */
+bool mock__json_is_object(const uint8_t *buf, size_t len);
+/* Flat object readers: the top-level member named key, as a string (copied,
+ * NUL-terminated, false if absent, not a string or too long) or an integer. */
+bool mock__json_get_string(const char *buf, size_t len, const char *key, char *out, size_t outlen);
+bool mock__json_get_int(const char *buf, size_t len, const char *key, int64_t *out);
+
+/* ---------------------------------------------------------- streams */
+
+#define MOCK_PATH_MAX 256
+#define MOCK_AUTH_MAX 1024
+#define MOCK_TOPIC_MAX 256
+#define MOCK_SMALL_MAX 64
+#define MOCK_BODY_MAX 5121      /* one past the largest payload APNs takes */
+
+/* Headers the verdict reads, by bit, to spot repeats. */
+enum {
+    H_AUTH = 1 << 0, H_TOPIC = 1 << 1, H_PUSH_TYPE = 1 << 2, H_ID = 1 << 3,
+    H_PRIORITY = 1 << 4, H_EXPIRATION = 1 << 5, H_COLLAPSE = 1 << 6,
+    H_METHOD = 1 << 7, H_PATH = 1 << 8,
+};
+
+/* A captured value: len counts the real length even past the buffer, so
+ * "too long" stays visible. */
+#define MOCK_FIELD(n) struct { char v[n]; size_t len; }
+
+typedef struct mock_stream {
+    struct mock_stream *prev, *next;    /* the connection's live list, or the free list */
+    int32_t id;
+    uint64_t ordinal;           /* 1 for the connection's first request */
+    unsigned seen, dup;         /* H_* bits */
+    bool post;
+    bool answered;
+    MOCK_FIELD(MOCK_PATH_MAX) path;
+    MOCK_FIELD(MOCK_AUTH_MAX) auth;
+    MOCK_FIELD(MOCK_TOPIC_MAX) topic;
+    MOCK_FIELD(MOCK_SMALL_MAX) push_type;
+    MOCK_FIELD(MOCK_SMALL_MAX) apns_id;
+    MOCK_FIELD(MOCK_SMALL_MAX) priority;
+    MOCK_FIELD(MOCK_SMALL_MAX) expiration;
+    size_t collapse_len;
+    size_t body_len;            /* real length; only MOCK_BODY_MAX kept */
+    uint8_t body[MOCK_BODY_MAX];
+    /* Recording only: "name\0value\0" pairs, in arrival order. */
+    char *rec_headers;
+    size_t rec_len, rec_cap, rec_n;
+    char rec_method[16];
+    /* The answer, built once decided. */
+    mock_answer answer;
+    char answer_id[40];
+    char unique_id[40];
+    char status_text[8];
+    char resp_body[128];
+    size_t resp_len, resp_off;
+} mock_stream;
+
+/* ------------------------------------------------------- connections */
+
+typedef struct mock_loop mock_loop;
+
+typedef enum { C_HANDSHAKE, C_OPEN, C_CLOSED } mock_conn_state;
+
+typedef struct mock_conn {
+    mock_loop *loop;
+    struct mock_conn *prev, *next;  /* the loop's list of live connections */
+    int fd;
+    SSL *ssl;
+    nghttp2_session *h2;
+    mock_conn_state state;
+    int refs;                   /* pending timers; freed when closed and 0 */
+    uint64_t id;
+    uint64_t rng;
+    /* Stream accounting and limits. */
+    uint64_t begun;             /* requests begun on this connection */
+    uint32_t open_streams;
+    bool raised;                /* first success seen: limit is max_streams */
+    bool dropped;               /* settings drop in force */
+    uint64_t restore_at;        /* begun count at which a drop ends, 0 = none */
+    uint32_t advertised;        /* the limit last sent */
+    bool goaway_sent;
+    int32_t goaway_last;        /* streams above it are not processed */
+    bool reset_pending;
+    mock_stream *streams;       /* live streams, freed with the connection */
+    /* Provider token state. */
+    char *jwt;                  /* current accepted token, or NULL */
+    size_t jwt_len;
+    int team;                   /* -1 until the first accepted token */
+    int64_t jwt_iat;
+    int64_t jwt_since_ns;       /* when the current token was first used */
+    uint64_t peak_streams;
+    /* Idle handling. */
+    int64_t last_read_ns;
+    int64_t last_answer_ns;
+    bool idle_timer;
+    /* Output: nghttp2's bytes waiting for SSL_write. */
+    uint8_t *out;
+    size_t out_len, out_off, out_cap;
+    bool want_out;              /* EPOLLOUT armed */
+} mock_conn;
+
+/* ------------------------------------------------------------- timers */
+
+enum { T_ANSWER, T_IDLE };
+
+typedef struct {
+    int64_t due_ns;
+    mock_conn *conn;
+    int32_t stream_id;
+    int kind;
+} mock_timer;
+
+typedef struct {
+    mock_timer *items;
+    size_t count, cap;
+} mock_timer_heap;
+
+int mock__timer_push(mock_timer_heap *h, mock_timer t);
+/* The earliest timer due at or before now, removed; false if none. */
+bool mock__timer_pop_due(mock_timer_heap *h, int64_t now_ns, mock_timer *out);
+/* ms until the next timer (rounded up), -1 if none. */
+int mock__timer_wait_ms(const mock_timer_heap *h, int64_t now_ns);
+
+/* -------------------------------------------------------------- loops */
+
+struct mock_loop {
+    capns_mock *mock;
+    int index;
+    int epfd, listen_fd, wake_fd;
+    pthread_t thread;
+    bool started;
+    mock_timer_heap timers;
+    mock_conn *conns;
+    mock_stream *free_streams;
+    uint32_t seen_limit;        /* the shared limit this loop last applied */
+    int64_t now_ns;             /* refreshed once per wakeup */
+    uint8_t rbuf[1 << 16];
+};
+
+/* --------------------------------------------------------- statistics */
+
+typedef struct {
+    atomic_uint_fast64_t connections_accepted, connections_current, handshakes_failed;
+    atomic_uint_fast64_t streams, requests, jwt_distinct, jwt_verifications;
+    atomic_uint_fast64_t max_streams_seen, bytes_in, bytes_out;
+    atomic_uint_fast64_t goaways_sent, resets_done, settings_sent;
+    atomic_uint_fast64_t status[600];
+    atomic_uint_fast64_t reasons[R_COUNT];
+} mock_counters;
+
+#define MOCK_ADD(m, field, n) atomic_fetch_add_explicit(&(m)->counters.field, (n), memory_order_relaxed)
+
+/* --------------------------------------------------------------- mock */
+
+struct capns_mock {
+    capns_mock_config cfg;      /* strings point at owned copies below */
+    char host[64];
+    uint16_t port;
+    SSL_CTX *tls;
+    mock_key *keys;
+    size_t n_keys;
+    char **teams, **topics;
+    size_t n_teams, n_topics;
+    mock_token_table tokens;
+    mock_records records;
+    mock_jwt_cache jwts;
+    mock_counters counters;
+    nghttp2_session_callbacks *callbacks;
+    nghttp2_option *h2_options;
+    mock_loop *loops;
+    int n_loops;
+    atomic_uint max_streams;    /* the raised limit; capns_mock_set_max_streams */
+    atomic_bool stopping;
+    atomic_uint_fast64_t next_conn_id;
+    bool started;
+};
+
+int64_t mock__now_ns(void);           /* CLOCK_MONOTONIC */
+int64_t mock__wall_s(void);           /* CLOCK_REALTIME seconds, for iat */
+uint64_t mock__rng_next(uint64_t *state);
+
+/* conn.c */
+void mock__conn_accept(mock_loop *loop);
+void mock__conn_io(mock_conn *c, uint32_t events);
+void mock__conn_release(mock_conn *c);     /* a timer's reference ends */
+void mock__conn_close(mock_conn *c, bool reset);
+void mock__conn_flush(mock_conn *c);       /* nghttp2 -> TLS, then close if done */
+void mock__conn_apply_limit(mock_conn *c); /* send SETTINGS if the limit changed */
+void mock__conn_idle_check(mock_conn *c);
+
+/* judge.c: nghttp2 server callbacks and answering */
+void mock__judge_callbacks(nghttp2_session_callbacks *cbs);
+void mock__judge_answer_due(mock_conn *c, int32_t stream_id);
+void mock__stream_free(mock_loop *loop, mock_stream *s);
+
+#endif /* CAPNS_MOCK_INTERNAL_H */

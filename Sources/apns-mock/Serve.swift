@@ -1,0 +1,31 @@
+import APNsMock
+import Foundation
+
+/// Serves until SIGINT or SIGTERM; SIGUSR1 dumps statistics without stopping.
+/// Signals arrive as Dispatch sources, so no handler runs in signal context.
+func serve(_ server: MockServer, statsPath: String?) -> Never {
+    func dump() {
+        let json = server.statisticsJSON() + "\n"
+        if let statsPath {
+            _ = FileManager.default.createFile(atPath: statsPath, contents: Data(json.utf8))
+        } else {
+            FileHandle.standardError.write(Data(json.utf8))
+        }
+    }
+    let queue = DispatchQueue(label: "apns-mock.signals")
+    var sources: [DispatchSourceSignal] = []
+    for sig in [SIGINT, SIGTERM, SIGUSR1] {
+        signal(sig, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+        source.setEventHandler {
+            dump()
+            if sig != SIGUSR1 {
+                server.stop()
+                exit(0)
+            }
+        }
+        source.resume()
+        sources.append(source)
+    }
+    withExtendedLifetime(sources) { dispatchMain() }
+}

@@ -1,0 +1,111 @@
+import Glibc
+import Synchronization
+
+/// Reads a file line by line through one 64 KiB buffer, so a file of millions of
+/// lines never sits in memory: at most the buffer plus one line.
+final class LineReader {
+    /// Lines longer than this are cut (they cannot be tokens anyway), so a file
+    /// without newlines cannot grow one line without bound.
+    static let maxLine = 64 * 1024
+    private static let bufferSize = 64 * 1024
+
+    private let fd: Int32
+    private var buffer = [UInt8](repeating: 0, count: LineReader.bufferSize)
+    private var start = 0
+    private var end = 0
+    private var atEOF = false
+    /// The file's size when it is a regular file: what makes an ETA cheap.
+    let size: Int?
+    /// Bytes handed out as lines so far; read by the progress bar on another thread.
+    let consumed = Atomic<Int>(0)
+    /// Why reading stopped early, if it did.
+    private(set) var failure: String?
+
+    /// Opens `path` for reading; the error text is the reason alone ("No such file or directory").
+    init(path: String) throws(LineReaderError) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw LineReaderError(reason: String(cString: strerror(errno))) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw LineReaderError(reason: reason)
+        }
+        if (st.st_mode & S_IFMT) == S_IFDIR {
+            close(fd)
+            throw LineReaderError(reason: "is a directory")
+        }
+        self.fd = fd
+        size = (st.st_mode & S_IFMT) == S_IFREG ? Int(st.st_size) : nil
+    }
+
+    deinit { close(fd) }
+
+    /// The next line without its "\n" (a "\r" before it stays: callers trim it);
+    /// nil at the end of the file or after a read error (`failure`).
+    func nextLine() -> [UInt8]? {
+        var long: [UInt8] = []
+        while true {
+            if let newline = findNewline() {
+                let line = take(upTo: newline, after: long)
+                start = newline + 1
+                consumed.add(line.count + 1, ordering: .relaxed)
+                return line
+            }
+            if atEOF {
+                guard start < end || !long.isEmpty else { return nil }
+                let line = take(upTo: end, after: long)
+                start = end
+                consumed.add(line.count, ordering: .relaxed)
+                return line
+            }
+            if start == 0 && end == buffer.count {
+                // A line longer than the buffer: keep its head, drop the rest.
+                long = take(upTo: end, after: long)
+                start = end
+            }
+            refill()
+        }
+    }
+
+    /// memchr: the scan every byte of the file goes through.
+    private func findNewline() -> Int? {
+        guard start < end else { return nil }
+        return buffer.withUnsafeBytes { raw in
+            memchr(raw.baseAddress! + start, 0x0A, end - start).map { UnsafeRawPointer($0) - raw.baseAddress! }
+        }
+    }
+
+    private func take(upTo index: Int, after head: [UInt8]) -> [UInt8] {
+        let room = max(0, LineReader.maxLine - head.count)
+        return head + buffer[start..<min(index, start + room)]
+    }
+
+    /// Moves the unread tail to the front and reads more after it.
+    private func refill() {
+        if start > 0 {
+            buffer.withUnsafeMutableBytes { raw in
+                _ = memmove(raw.baseAddress!, raw.baseAddress! + start, end - start)
+            }
+            end -= start
+            start = 0
+        }
+        while true {
+            let n = buffer.withUnsafeMutableBytes { raw in
+                read(fd, raw.baseAddress! + end, raw.count - end)
+            }
+            if n > 0 {
+                end += n
+                return
+            }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { failure = String(cString: strerror(errno)) }
+            atEOF = true
+            return
+        }
+    }
+}
+
+struct LineReaderError: Error {
+    let reason: String
+}

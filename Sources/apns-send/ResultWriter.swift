@@ -1,0 +1,84 @@
+import APNs
+import Dispatch
+import Glibc
+import Synchronization
+
+/// Writes records as results arrive, through a buffer that is flushed when it
+/// fills, at least once a second (a timer), and at the end.
+final class ResultWriter: Sendable {
+    private struct State {
+        var buffer: [UInt8] = []
+        /// The first write error; later records are dropped, the summary says so.
+        var failure: String?
+    }
+
+    private static let flushAt = 64 * 1024
+
+    let format: OutputFormat
+    /// Where records go, for messages ("stdout" or the path).
+    let name: String
+    private let fd: Int32
+    private let ownsFD: Bool
+    private let state = Mutex(State())
+    // Resumed in init, cancelled in finish(); DispatchSource is itself thread-safe.
+    nonisolated(unsafe) private let timer: DispatchSourceTimer
+
+    /// Records to `path`, created or truncated, or to stdout when nil.
+    init(path: String?, format: OutputFormat) throws(LineReaderError) {
+        if let path {
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw LineReaderError(reason: String(cString: strerror(errno))) }
+            self.fd = fd
+            ownsFD = true
+            name = path
+        } else {
+            fd = STDOUT_FILENO
+            ownsFD = false
+            name = "stdout"
+        }
+        self.format = format
+        timer = DispatchSource.makeTimerSource(queue: .global())
+        if format == .csv { state.withLock { $0.buffer = Record.csvHeader() } }
+        timer.schedule(deadline: .now() + 1, repeating: 1)
+        timer.setEventHandler { [weak self] in self?.flush() }
+        timer.resume()
+    }
+
+    func write(_ result: DeliveryResult) {
+        let bytes = format == .csv ? Record.csv(result) : Record.json(result)
+        state.withLock { s in
+            s.buffer.append(contentsOf: bytes)
+            if s.buffer.count >= ResultWriter.flushAt { drain(&s) }
+        }
+    }
+
+    func flush() {
+        state.withLock { drain(&$0) }
+    }
+
+    /// Stops the timer and writes what is left; returns the write error, if any.
+    func finish() -> String? {
+        timer.cancel()
+        return state.withLock { s in
+            drain(&s)
+            if ownsFD && close(fd) != 0 && s.failure == nil { s.failure = String(cString: strerror(errno)) }
+            return s.failure
+        }
+    }
+
+    /// Under the lock, so records never interleave.
+    private func drain(_ s: inout State) {
+        defer { s.buffer.removeAll(keepingCapacity: true) }
+        guard s.failure == nil else { return }
+        var offset = 0
+        while offset < s.buffer.count {
+            let n = s.buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                s.failure = String(cString: strerror(errno))
+                return
+            }
+            offset += n
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import APNs
+import Dispatch
+import Glibc
+import Synchronization
+
+/// One run of apns-send after the settings were checked: open the files, send,
+/// write every record, summarize. Returns the exit status.
+struct SendRun {
+    let settings: Settings
+
+    func run() async -> Int32 {
+        let tokens: TokenLines, writer: ResultWriter, client: APNsClient
+        do {
+            (tokens, writer, client) = try prepare()
+        } catch {
+            Stderr.line(error.message)
+            return 2
+        }
+        if settings.dryRun {
+            return await DryRun(settings: settings, client: client).run(tokens: tokens, writer: writer)
+        }
+        let outcome = await send(tokens: tokens, writer: writer, client: client)
+        await client.shutdown()
+        let writeError = writer.finish()
+        report(outcome, statistics: client.statistics, writeError: writeError, output: writer.name)
+        let ok = outcome.tally.allDelivered && !outcome.interrupted && outcome.readError == nil && writeError == nil
+        return ok ? 0 : 1
+    }
+
+    /// The last checks that need the files and the transport; nothing is sent yet.
+    private func prepare() throws(UsageError) -> (TokenLines, ResultWriter, APNsClient) {
+        let reader: LineReader
+        do { reader = try LineReader(path: settings.tokensPath) } catch { throw UsageError(settings.tokensPath, error.reason) }
+        let tokens = TokenLines(reader: reader)
+        guard tokens.hasTokenLines() else {
+            throw UsageError(settings.tokensPath, reader.failure ?? "no token lines (only blank lines and # comments)")
+        }
+        let writer: ResultWriter
+        do {
+            writer = try ResultWriter(path: settings.outputPath, format: settings.format)
+        } catch {
+            throw UsageError(settings.outputPath ?? "stdout", error.reason)
+        }
+        do {
+            return (tokens, writer, try APNsClient(configuration: settings.configuration))
+        } catch {
+            _ = writer.finish()
+            throw UsageError(error.description)
+        }
+    }
+
+    struct Outcome: Sendable {
+        var tally = Tally()
+        var interrupted = false
+        var notAttempted = 0
+        var duplicates = 0
+        var readError: String?
+        var elapsed: Duration = .zero
+    }
+
+    /// The send loop, on its own thread (`IOExecutor`); SIGINT or SIGTERM cancels
+    /// it, after which the library stops reading tokens and returns the results of
+    /// the requests in flight.
+    private func send(tokens: TokenLines, writer: ResultWriter, client: APNsClient) async -> Outcome {
+        let progress = Stderr.isTerminal ? makeProgress(client: client, reader: tokens.reader) : nil
+        let interrupted = Atomic<Bool>(false)
+        nonisolated(unsafe) let tokens = tokens   // handed to the send task, not used here again
+        let notification = settings.notification
+        let task = Task {
+            await withTaskExecutorPreference(IOExecutor()) {
+                let start = ContinuousClock.now
+                var outcome = Outcome()
+                for await result in client.send(notification, to: tokens) {
+                    writer.write(result)
+                    outcome.tally.add(result)
+                    progress?.count(delivered: result.isDelivered)
+                }
+                outcome.elapsed = ContinuousClock.now - start
+                if Task.isCancelled { outcome.notAttempted = tokens.countRemaining() }
+                outcome.duplicates = tokens.duplicates
+                outcome.readError = tokens.reader.failure
+                return outcome
+            }
+        }
+        let signals = Signals.onInterrupt {
+            if !interrupted.exchange(true, ordering: .relaxed) {
+                Stderr.line("interrupted: not reading more tokens, waiting for the requests in flight")
+            }
+            task.cancel()
+        }
+        var outcome = await task.value
+        signals.cancel()
+        progress?.finish()
+        outcome.interrupted = interrupted.load(ordering: .relaxed)
+        return outcome
+    }
+
+    private func makeProgress(client: APNsClient, reader: LineReader) -> ProgressBar {
+        let size = reader.size
+        return ProgressBar(sent: { client.statistics.requestsStarted }) { [reader = UncheckedSendable(reader)] in
+            guard let size, size > 0 else { return nil }
+            return Double(reader.value.consumed.load(ordering: .relaxed)) / Double(size)
+        }
+    }
+
+    private func report(_ o: Outcome, statistics s: Statistics, writeError: String?, output: String) {
+        let t = o.tally
+        let duplicates = o.duplicates == 0 ? "" : "; \(o.duplicates) duplicate line\(o.duplicates == 1 ? "" : "s") skipped"
+        Stderr.line("\(t.records) token\(t.records == 1 ? "" : "s"): \(t.delivered) delivered; \(t.outcomeList)\(duplicates)")
+        let seconds = o.elapsed.seconds
+        let rate = seconds > 0 ? Double(t.records) / seconds : 0
+        Stderr.line("\(format(rate)) notifications/s over \(format(seconds, digits: seconds < 10 ? 3 : 1)) s; connections opened \(s.connectionsOpened), "
+            + "lost \(s.connectionsLost); JWTs signed \(s.jwtSignatures)")
+        if t.endpointUnreachable {
+            Stderr.line("endpoint \(settings.endpointDescription) unreachable: \(unprefixed(t.firstError ?? "no answer"))")
+        }
+        if let error = o.readError { Stderr.line("\(settings.tokensPath): read error: \(error); later lines not sent") }
+        if let error = writeError { Stderr.line("\(output): write error: \(error); records were lost") }
+        if o.interrupted {
+            Stderr.line("interrupted: \(o.notAttempted) token line\(o.notAttempted == 1 ? " was" : "s were") not attempted")
+        }
+    }
+
+    /// The library's error without its leading "host:port: ", which the line already names.
+    private func unprefixed(_ error: String) -> String {
+        let prefix = "\(settings.configuration.environment): "
+        return error.hasPrefix(prefix) ? String(error.dropFirst(prefix.count)) : error
+    }
+
+    private func format(_ x: Double, digits: Int = 1) -> String {
+        var scale = 1
+        for _ in 0..<digits { scale *= 10 }
+        let n = Int((x * Double(scale)).rounded())
+        let fraction = String(n % scale)
+        return "\(n / scale)." + String(repeating: "0", count: digits - fraction.count) + fraction
+    }
+}
+
+/// A value used from one task at a time, moved across a boundary Swift cannot check.
+struct UncheckedSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

@@ -1,0 +1,44 @@
+import APNs
+
+/// Counts the records of a run, for the summary and the exit status.
+struct Tally {
+    private(set) var records = 0
+    private(set) var delivered = 0
+    /// Records that got an HTTP answer from the server.
+    private(set) var answered = 0
+    /// Records of tokens that were sent at least once.
+    private(set) var sent = 0
+    /// "200", "410 Unregistered", "0 BadDeviceToken", "0 no answer" -> count.
+    private var outcomes: [String: Int] = [:]
+    /// The first reason given for a token sent without an answer (status 0).
+    private(set) var firstError: String?
+
+    mutating func add(_ r: DeliveryResult) {
+        records += 1
+        if r.isDelivered { delivered += 1 }
+        if r.status != 0 { answered += 1 }
+        if r.attempts > 0 { sent += 1 }
+        if r.status == 0, r.reason == nil, firstError == nil { firstError = r.error }
+        let label = r.reason.map { "\(r.status) \($0.rawValue)" } ?? (r.status == 0 ? "0 no answer" : "\(r.status)")
+        outcomes[label, default: 0] += 1
+    }
+
+    var allDelivered: Bool { records > 0 && delivered == records }
+
+    /// True when tokens were sent but not one got an answer: the endpoint is the problem.
+    var endpointUnreachable: Bool { sent > 0 && answered == 0 && firstError != nil }
+
+    /// "7 × 200, 1 × 410 Unregistered, ...", by status then reason.
+    var outcomeList: String {
+        outcomes.sorted { $0.key.statusOrder < $1.key.statusOrder }
+            .map { "\($0.value) × \($0.key)" }
+            .joined(separator: ", ")
+    }
+}
+
+extension String {
+    /// By status (all three digits) then reason; status 0 (no answer) last.
+    fileprivate var statusOrder: String {
+        hasPrefix("0 ") ? "~" + self : self
+    }
+}

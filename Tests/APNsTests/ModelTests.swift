@@ -1,0 +1,121 @@
+import Testing
+@testable import APNs
+
+@Suite struct DeviceTokenTests {
+    /// ARCHITECTURE.md: "a token is 64 to 200 hex digits, an even count (64 today;
+    /// Apple warns the length may change, so do not assume exactly 64)".
+    @Test func acceptsHexOfEvenLengthFrom64To200() {
+        #expect(DeviceToken(String(repeating: "ab", count: 32))?.hex == String(repeating: "ab", count: 32))
+        #expect(DeviceToken(String(repeating: "0", count: 200)) != nil)
+        #expect(DeviceToken(String(repeating: "0", count: 100)) != nil)
+    }
+
+    @Test func trimsAndLowercases() {
+        let upper = " \t" + String(repeating: "AB", count: 32) + "\r\n"
+        #expect(DeviceToken(upper)?.hex == String(repeating: "ab", count: 32))
+    }
+
+    @Test(arguments: [
+        String(repeating: "a", count: 62), String(repeating: "a", count: 65), String(repeating: "a", count: 202),
+        String(repeating: "g", count: 64), String(repeating: "a", count: 32) + " " + String(repeating: "a", count: 31),
+        "", "not-a-token", String(repeating: "é", count: 64),
+    ])
+    func refusesEverythingElse(text: String) {
+        #expect(DeviceToken(text) == nil)
+    }
+}
+
+@Suite struct ReasonTests {
+    /// APNS-PROTOCOL.md, "Response": every reason, spelled as on the wire.
+    @Test func everyDocumentedReasonRoundTrips() {
+        let documented = """
+            BadCollapseId BadDeviceToken BadExpirationDate BadMessageId BadPriority BadTopic DeviceTokenNotForTopic \
+            DuplicateHeaders IdleTimeout InvalidPushType MissingDeviceToken MissingTopic PayloadEmpty TopicDisallowed \
+            BadCertificate BadCertificateEnvironment ExpiredProviderToken Forbidden InvalidProviderToken \
+            MissingProviderToken UnrelatedKeyIdInToken BadEnvironmentKeyIdInToken BadEnvironmentKeyInToken BadPath \
+            MethodNotAllowed Unregistered ExpiredToken PayloadTooLarge TooManyRequests TooManyProviderTokenUpdates \
+            InternalServerError ServiceUnavailable Shutdown
+            """.split(separator: " ").map(String.init)
+        #expect(documented.count == Reason.spellings.count)
+        for name in documented {
+            let reason = Reason(rawValue: name)
+            if case .unknown = reason { Issue.record("\(name) is not known") }
+            #expect(reason.rawValue == name)
+        }
+        #expect(Reason(rawValue: "SomethingNew") == .unknown("SomethingNew"))
+    }
+
+    /// "Never retry 400/403/404/405/410/413 for the same token" — except
+    /// ExpiredProviderToken: "refresh once, send again"; 429/500/503 are retried.
+    @Test func dispositions() {
+        #expect(Disposition(status: 400, reason: .badDeviceToken) == .final)
+        #expect(Disposition(status: 410, reason: .unregistered) == .final)
+        #expect(Disposition(status: 413, reason: .payloadTooLarge) == .final)
+        #expect(Disposition(status: 403, reason: .invalidProviderToken) == .final)
+        #expect(Disposition(status: 403, reason: .expiredProviderToken) == .refreshTokenAndRetry)
+        #expect(Disposition(status: 429, reason: .tooManyRequests) == .retryAfterBackoff)
+        #expect(Disposition(status: 429, reason: .tooManyProviderTokenUpdates) == .retryAfterBackoff)
+        #expect(Disposition(status: 500, reason: .internalServerError) == .retryAfterBackoff)
+        #expect(Disposition(status: 503, reason: .shutdown) == .retryAfterBackoff)
+        #expect(Disposition(status: 400, reason: .unknown("BadPayload")) == .final)
+        #expect(Reason.unregistered.deactivatesToken && Reason.expiredToken.deactivatesToken)
+    }
+}
+
+@Suite struct NotificationTests {
+    let small = try! Payload(json: #"{"aps":{"alert":"hi"}}"#)
+
+    @Test func addsThePushTypesTopicSuffixOnce() throws {
+        #expect(try Notification(topic: "com.a.b", pushType: .voip, payload: small).topic == "com.a.b.voip")
+        #expect(try Notification(topic: "com.a.b.voip", pushType: .voip, payload: small).topic == "com.a.b.voip")
+        #expect(try Notification(topic: "com.a.b", pushType: .liveactivity, payload: small).topic
+            == "com.a.b.push-type.liveactivity")
+        #expect(try Notification(topic: "com.a.b", payload: small).topic == "com.a.b")
+    }
+
+    /// "apns-priority: 10 (immediate), 5 (power-considerate; required for background)".
+    @Test func backgroundPushesGetPriorityFiveAndRefuseTen() throws {
+        #expect(try Notification(topic: "t", pushType: .background, payload: small).priority == .powerConsiderate)
+        #expect(throws: Notification.Error.priorityNotAllowed(.immediate, .background)) {
+            try Notification(topic: "t", pushType: .background, priority: .immediate, payload: small)
+        }
+        #expect(try Notification(topic: "t", payload: small).priority == nil)
+    }
+
+    /// "Payload: a JSON object, at most 4096 bytes (5120 for voip)."
+    @Test func payloadLimitsDependOnThePushType() throws {
+        func payload(_ size: Int) throws -> Payload {
+            let filler = String(repeating: "x", count: size - #"{"aps":{},"f":""}"#.utf8.count)
+            return try Payload(json: #"{"aps":{},"f":"\#(filler)"}"#)
+        }
+        #expect(try payload(4096).count == 4096)
+        _ = try Notification(topic: "t", payload: payload(4096))
+        #expect(throws: Notification.Error.payloadTooLarge(size: 4097, limit: 4096, pushType: .alert)) {
+            try Notification(topic: "t", payload: payload(4097))
+        }
+        _ = try Notification(topic: "t", pushType: .voip, payload: payload(5120))
+        #expect(throws: Notification.Error.self) { try Notification(topic: "t", pushType: .voip, payload: payload(5121)) }
+    }
+
+    /// "apns-collapse-id: at most 64 bytes".
+    @Test func collapseIDAndTopicChecks() {
+        #expect(throws: Notification.Error.collapseIDTooLong(bytes: 65)) {
+            try Notification(topic: "t", collapseID: String(repeating: "c", count: 65), payload: small)
+        }
+        #expect(throws: Notification.Error.missingTopic) { try Notification(topic: "  ", payload: small) }
+    }
+}
+
+@Suite struct RetryPolicyTests {
+    @Test func backoffGrowsExponentiallyWithinJitterAndCap() {
+        let policy = RetryPolicy(maxAttempts: 10, initialBackoff: .milliseconds(100), maxBackoff: .seconds(1), jitter: 0.5)
+        var rng = SystemRandomNumberGenerator()
+        for attempt in 1...8 {
+            let full = min(Duration.milliseconds(100) * (1 << (attempt - 1)), .seconds(1))
+            for _ in 0..<50 {
+                let wait = policy.backoff(afterAttempt: attempt, using: &rng)
+                #expect(wait <= full && wait >= full * 0.5, "attempt \(attempt): \(wait)")
+            }
+        }
+    }
+}

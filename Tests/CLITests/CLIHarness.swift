@@ -1,0 +1,147 @@
+import APNsMock
+import Foundation
+import TestSupport
+
+/// What the CLI tests share: the built `apns-send`, a mock on the test PKI that
+/// records every request, throw-away files, and the records read back.
+enum CLI {
+    static let pki = TestPKI.shared
+    static let binary = Package.executable("apns-send")
+    static let examples = Package.root.appendingPathComponent("examples")
+    static let payload = examples.appendingPathComponent("payloads/quote_approved.json").path
+
+    /// A mock that knows the test key, team and topic, and records requests.
+    static func mock(_ tweak: (inout MockConfiguration) -> Void = { _ in }) throws -> MockServer {
+        var c = MockConfiguration(certificatePath: pki.serverCertificate, privateKeyPath: pki.serverKey,
+                                  authKeys: [pki.keyID: pki.keyPath], teamIDs: [pki.teamID], topics: [pki.topic])
+        c.recordRequests = true
+        tweak(&c)
+        return try MockServer(c)
+    }
+
+    static func credentials() -> [String] {
+        ["--key", pki.keyPath, "--key-id", pki.keyID, "--team-id", pki.teamID]
+    }
+
+    /// Topic, credentials, the mock's endpoint and the test CA: everything but the files.
+    static func arguments(_ mock: MockServer) -> [String] {
+        ["--topic", pki.topic] + credentials() + endpoint(mock)
+    }
+
+    static func endpoint(_ mock: MockServer) -> [String] {
+        ["--endpoint", "https://127.0.0.1:\(mock.port)", "--cacert", pki.caFile]
+    }
+
+    /// Runs apns-send with the environment stripped of APNS_* (plus `environment`).
+    static func run(_ arguments: [String], environment: [String: String] = [:]) -> ProcessResult {
+        runSync(binary, arguments, environment: cleanEnvironment().merging(environment) { $1 }, timeout: 60)
+    }
+
+    static func cleanEnvironment() -> [String: String] {
+        ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }
+    }
+
+    /// Deterministic, distinct, well-formed device tokens (64 lower-case hex digits).
+    static func tokens(_ count: Int, seed: Int = 0) -> [String] {
+        (0..<count).map { i in
+            var x = UInt64(truncatingIfNeeded: (seed &* 1_000_003) &+ i &+ 1) &* 0x9E37_79B9_7F4A_7C15
+            return (0..<4).map { _ -> String in
+                x ^= x >> 31
+                x &*= 0xBF58_476D_1CE4_E5B9
+                x ^= x >> 29
+                let hex = String(x, radix: 16)
+                return String(repeating: "0", count: 16 - hex.count) + hex
+            }.joined()
+        }
+    }
+
+    /// The stderr lines, without empty ones.
+    static func lines(_ text: String) -> [String] {
+        text.split(separator: "\n").map(String.init).filter { !$0.isEmpty }
+    }
+
+    /// JSON text without insignificant white space, written independently of the library's compactor.
+    static func compacted(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        var inString = false, escaped = false
+        for c in bytes {
+            if inString {
+                out.append(c)
+                if escaped { escaped = false } else if c == UInt8(ascii: "\\") { escaped = true } else if c == UInt8(ascii: "\"") { inString = false }
+            } else if c == UInt8(ascii: "\"") {
+                inString = true
+                out.append(c)
+            } else if ![0x20, 0x09, 0x0A, 0x0D].contains(c) {
+                out.append(c)
+            }
+        }
+        return out
+    }
+}
+
+/// A folder of throw-away files, removed when the test is done.
+final class Scratch {
+    let directory: URL
+
+    init() {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-send-test-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+
+    func file(_ name: String, _ text: String) -> String {
+        file(name, Data(text.utf8))
+    }
+
+    func file(_ name: String, _ data: Data) -> String {
+        let url = directory.appendingPathComponent(name)
+        try! data.write(to: url)
+        return url.path
+    }
+
+    func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+}
+
+/// One output record, with the raw line kept to check the key order.
+struct Record {
+    let line: String
+    let token: String
+    let status: Int
+    let apnsID: String?
+    let reason: String?
+    let timestamp: Int64?
+    let attempts: Int
+    let error: String?
+
+    init(_ line: String) throws {
+        self.line = line
+        let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+        token = object["token"] as! String
+        status = object["status"] as! Int
+        apnsID = object["apns_id"] as? String
+        reason = object["reason"] as? String
+        timestamp = (object["timestamp"] as? NSNumber)?.int64Value
+        attempts = object["attempts"] as! Int
+        error = object["error"] as? String
+        let keys = Set(object.keys)
+        let six: Set = ["token", "status", "apns_id", "reason", "timestamp", "attempts"]
+        precondition(keys == six || keys == six.union(["error"]), "unexpected keys \(keys.sorted()) in \(line)")
+    }
+
+    /// The six keys in the contract's order, every one present (null when empty).
+    var hasContractKeyOrder: Bool {
+        let keys = [#"{"token":"#, #","status":"#, #","apns_id":"#, #","reason":"#, #","timestamp":"#, #","attempts":"#]
+        guard line.hasPrefix(keys[0]) else { return false }
+        var from = line.startIndex
+        for key in keys {
+            guard let r = line.range(of: key, range: from..<line.endIndex) else { return false }
+            from = r.upperBound
+        }
+        return true
+    }
+
+    static func parse(_ stdout: String) throws -> [Record] {
+        try stdout.split(separator: "\n").map { try Record(String($0)) }
+    }
+}

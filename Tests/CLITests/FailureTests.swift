@@ -1,0 +1,81 @@
+import APNsMock
+import Foundation
+import Testing
+import TestSupport
+
+/// No answer from the server, and interruptions: every token still gets exactly one record.
+@Suite struct FailureTests {
+    @Test func closedPortGivesStatusZeroForEveryTokenAndOneLineNamingTheEndpoint() throws {
+        let closed = try CLI.mock()
+        let port = closed.port
+        closed.stop()
+        let scratch = Scratch()
+        let tokens = CLI.tokens(5)
+        let endpoint = "https://127.0.0.1:\(port)"
+        let r = CLI.run(["--topic", CLI.pki.topic] + CLI.credentials()
+                        + ["--endpoint", endpoint, "--cacert", CLI.pki.caFile, "--retries", "2", "--timeout", "2",
+                           CLI.payload, scratch.file("t.txt", (tokens + ["xyz"]).joined(separator: "\n"))])
+        #expect(r.status == 1)
+        let records = try Record.parse(r.stdout)
+        #expect(records.count == tokens.count + 1)
+        #expect(records.allSatisfy { $0.status == 0 && $0.hasContractKeyOrder })
+        #expect(records.filter { $0.reason == nil }.allSatisfy { $0.error != nil && $0.attempts >= 1 })
+        let named = CLI.lines(r.stderr).filter { $0.contains(endpoint) }
+        #expect(named.count == 1, "\(r.stderr)")
+        #expect(named.first?.contains("unreachable") == true)
+    }
+
+    /// A server whose certificate the client does not trust is unreachable too:
+    /// verification is never turned off.
+    @Test(arguments: ["curl", "nghttp2"])
+    func untrustedCertificateIsUnreachable(transport: String) throws {
+        let mock = try CLI.mock()
+        defer { mock.stop() }
+        let scratch = Scratch()
+        let other = scratch.path("other-pki")
+        #expect(runSync("/bin/bash", [Package.root.appendingPathComponent("scripts/gen-pki.sh").path, other]).status == 0)
+        let endpoint = "https://127.0.0.1:\(mock.port)"
+        let r = CLI.run(["--topic", CLI.pki.topic] + CLI.credentials()
+                        + ["--endpoint", endpoint, "--cacert", other + "/ca.pem", "--transport", transport,
+                           "--retries", "2", "--timeout", "2", CLI.payload, scratch.file("t.txt", CLI.tokens(3).joined(separator: "\n"))])
+        #expect(r.status == 1)
+        let records = try Record.parse(r.stdout)
+        #expect(records.count == 3)
+        #expect(records.allSatisfy { $0.status == 0 && $0.error != nil })
+        #expect(CLI.lines(r.stderr).filter { $0.contains(endpoint) && $0.contains("unreachable") }.count == 1, "\(r.stderr)")
+        #expect(mock.statistics().streams == 0)
+        #expect(mock.statistics().handshakesFailed >= 1)
+    }
+
+    /// SIGINT mid-run: the requests in flight finish, every started token has its
+    /// record, the rest are counted as not attempted, exit 1.
+    @Test func interruptFinishesInFlightAndCountsTheRest() async throws {
+        let mock = try CLI.mock { $0.latency = .milliseconds(100) }
+        defer { mock.stop() }
+        let scratch = Scratch()
+        let tokens = CLI.tokens(200)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLI.binary)
+        process.arguments = CLI.arguments(mock) + ["--concurrency", "4", "--output", scratch.path("o.jsonl"),
+                                                   CLI.payload, scratch.file("t.txt", tokens.joined(separator: "\n"))]
+        process.environment = CLI.cleanEnvironment()
+        let errPipe = Pipe()
+        process.standardError = errPipe
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        // Wait until some records are written, then interrupt.
+        let deadline = Date().addingTimeInterval(20)
+        while mock.statistics().requests < 8 && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        kill(process.processIdentifier, SIGINT)
+        let stderrData = await Task.detached { errPipe.fileHandleForReading.readDataToEndOfFile() }.value
+        process.waitUntilExit()
+        let stderr = String(decoding: stderrData, as: UTF8.self)
+        #expect(process.terminationStatus == 1, "\(stderr)")
+        let records = try Record.parse(try String(contentsOfFile: scratch.path("o.jsonl"), encoding: .utf8))
+        #expect(records.count >= 8 && records.count < tokens.count)
+        #expect(records.filter { $0.status == 200 }.count == Int(mock.statistics().requests), "every answer was recorded")
+        let line = try #require(CLI.lines(stderr).first { $0.contains("not attempted") })
+        let notAttempted = Int(line.split(separator: " ").first { Int($0) != nil } ?? "") ?? -1
+        #expect(records.count + notAttempted == tokens.count, "\(line)")
+    }
+}
