@@ -28,9 +28,12 @@ public enum Environment: Sendable, Hashable, CustomStringConvertible {
 
 /// Which HTTP/2 engine carries the requests.
 public enum Transport: String, Sendable, CaseIterable {
-    /// libcurl's multi interface with nghttp2.
+    /// libcurl's multi interface with nghttp2: kept for comparison (BENCHMARKS.md).
+    /// libcurl 7.88 resets every finished stream, which servers guarding against
+    /// rapid resets answer by dropping the connection now and then.
     case curl
-    /// An nghttp2 session over OpenSSL, driven directly: fewer system calls per request.
+    /// An nghttp2 session over OpenSSL driven directly, as h2load does: many
+    /// requests per write, no per-request system call. The default.
     case nghttp2
 }
 
@@ -54,7 +57,7 @@ extension APNsClient {
         public var logger: Logger
 
         public init(credentials: Credentials, environment: Environment, caFile: String? = nil,
-                    transport: Transport = .curl, connections: Int = 1, maxInFlight: Int = 1000,
+                    transport: Transport = .nghttp2, connections: Int = 1, maxInFlight: Int = 1000,
                     connectTimeout: Duration = .seconds(10), requestTimeout: Duration = .seconds(30),
                     pingInterval: Duration = .seconds(30), retry: RetryPolicy = .default,
                     logger: Logger = Logger(label: "apns")) {

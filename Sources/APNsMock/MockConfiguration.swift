@@ -40,7 +40,8 @@ public struct MockConfiguration: Sendable {
     public var idleTimeout: Duration?
     /// The "500 after long idle" quirk: the first answer after this long without one is 500.
     public var idle500After: Duration?
-    /// A token change on a connection sooner than this is 429 TooManyProviderTokenUpdates.
+    /// A token change on a connection sooner than this is 429 TooManyProviderTokenUpdates
+    /// (whole seconds; zero: no limit).
     public var tokenUpdateInterval: Duration = .seconds(20 * 60)
     /// Accept, handshake, read requests, never answer.
     public var stall = false

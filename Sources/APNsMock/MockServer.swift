@@ -138,7 +138,8 @@ public final class MockServer: Sendable {
         }
         cfg.idle_timeout_ms = c.idleTimeout.map { microseconds($0) / 1000 } ?? 0
         cfg.idle_500_after_ms = c.idle500After.map { microseconds($0) / 1000 } ?? 0
-        cfg.token_update_interval_s = max(1, microseconds(c.tokenUpdateInterval) / 1_000_000)
+        cfg.token_update_interval_s = c.tokenUpdateInterval <= .zero
+            ? -1 : max(1, microseconds(c.tokenUpdateInterval) / 1_000_000)
         cfg.stall = c.stall ? 1 : 0
         cfg.record_cap = c.recordRequests ? max(0, c.recordCap) : 0
         cfg.seed = c.seed

@@ -219,7 +219,7 @@ void capns__parse_error_body(const char *body, size_t len, capns_completion *c)
     p = find_key(body, len, "timestamp");
     if (p && isdigit((unsigned char)*p)) {
         int64_t v = 0;
-        for (; p < end && isdigit((unsigned char)*p); p++)
+        for (; p < end && isdigit((unsigned char)*p) && v < INT64_MAX / 10; p++)   /* no overflow */
             v = v * 10 + (*p - '0');
         c->timestamp_ms = v;
     }

@@ -95,6 +95,13 @@ struct curl_transport {
     char url_prefix[320];       /* "https://host:port/3/device/" */
     tracked_socket sockets[SOCKETS_MAX];   /* open sockets, for connections_lost */
     size_t n_sockets;
+    /* APNs allows one stream until a request with a valid token succeeds
+     * (APNS-PROTOCOL.md, "Connection"). curl assumes 100 streams until the
+     * server's SETTINGS arrive, and a burst into a one-stream window is refused
+     * and makes curl drop the connection. So until the first answer (which
+     * comes after the server's SETTINGS, and again after any transport error)
+     * only one request is in flight; from then on curl follows SETTINGS. */
+    bool warm;
 };
 
 /* ---------------------------------------------------------- header sets */
@@ -414,6 +421,11 @@ static void start_queued(curl_transport *t)
     }
     capns_queued batch[TAKE_BATCH];
     size_t n;
+    if (!t->warm) {
+        if (t->busy == 0 && capns__take(s, batch, 1) == 1)
+            start(t, &batch[0]);
+        return;
+    }
     while ((n = capns__take(s, batch, TAKE_BATCH)) > 0)
         for (size_t i = 0; i < n; i++)
             start(t, &batch[i]);
@@ -484,6 +496,7 @@ static void finish(curl_transport *t, xfer *x, CURLcode rc)
     bool deadline_passed = timeout > 0 &&
         capns__now_ns() - q.submitted_ns >= (int64_t)(timeout - 2) * 1000000;
 
+    t->warm = rc == CURLE_OK;
     if (rc == CURLE_OK)
         complete_answered(t, x, &q);
     else if (x->no_h2)

@@ -408,7 +408,8 @@ static void record_request(mock_conn *c, mock_stream *s)
         return;
     capns_mock_header *h = (capns_mock_header *)(r + 1);
     char *p = (char *)(h + s->rec_n);
-    memcpy(p, s->rec_headers, s->rec_len);
+    if (s->rec_len)             /* rec_headers is NULL when no header was recorded */
+        memcpy(p, s->rec_headers, s->rec_len);
     for (size_t i = 0; i < s->rec_n; i++) {
         h[i].name = p;
         p += strlen(p) + 1;

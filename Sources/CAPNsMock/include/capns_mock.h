@@ -127,7 +127,7 @@ typedef struct {
     uint64_t settings_restore_after;
     int64_t idle_timeout_ms;    /* 0 = never */
     int64_t idle_500_after_ms;  /* 0 = off: the "500 after long idle" quirk */
-    int64_t token_update_interval_s;  /* 0 = 1200 (20 minutes) */
+    int64_t token_update_interval_s;  /* 0 = 1200 (20 minutes); < 0 = no limit */
     int stall;                  /* accept, handshake, read requests, never answer */
     size_t record_cap;          /* requests kept for capns_mock_record_get; 0 = none */
     size_t attempts_cap;        /* distinct tokens counted; 0 = 1 << 20 */
