@@ -441,12 +441,16 @@ static void shutdown_all(h2_transport *t)
     capns__flush(t->s);
 }
 
+/* Read first, disarm second: a wake that lands in between writes nothing (still
+ * armed), but its request was queued before it, so the take_requests() that
+ * follows sees it. Disarming first would let such a wake's write be swallowed
+ * here and leave the flag armed with nothing to read: every later wake lost. */
 static void drain_wake(h2_transport *t)
 {
     uint64_t v;
-    atomic_store(&t->wake_armed, false);
     while (read(t->wakefd, &v, sizeof v) > 0) {
     }
+    atomic_store(&t->wake_armed, false);
 }
 
 static void h2_run(void *impl)

@@ -66,6 +66,14 @@ struct SendRun {
         let interrupted = Atomic<Bool>(false)
         nonisolated(unsafe) let tokens = tokens   // handed to the send task, not used here again
         let notification = settings.notification
+        // Handlers first: a signal that came before them would be lost (SIG_IGN) or fatal.
+        let running = Mutex<Task<Outcome, Never>?>(nil)
+        let signals = Signals.onInterrupt {
+            if !interrupted.exchange(true, ordering: .relaxed) {
+                Stderr.line("interrupted: not reading more tokens, waiting for the requests in flight")
+            }
+            running.withLock { $0?.cancel() }
+        }
         let task = Task {
             await withTaskExecutorPreference(IOExecutor()) {
                 let start = ContinuousClock.now
@@ -82,12 +90,8 @@ struct SendRun {
                 return outcome
             }
         }
-        let signals = Signals.onInterrupt {
-            if !interrupted.exchange(true, ordering: .relaxed) {
-                Stderr.line("interrupted: not reading more tokens, waiting for the requests in flight")
-            }
-            task.cancel()
-        }
+        running.withLock { $0 = task }
+        if interrupted.load(ordering: .relaxed) { task.cancel() }
         var outcome = await task.value
         signals.cancel()
         progress?.finish()
