@@ -35,7 +35,7 @@ public final class APNsClient: Sendable {
 
     /// Sends to every token and streams one result per token, in completion order.
     /// Malformed tokens get a local result (status 0, `.badDeviceToken`) and are never
-    /// sent. Memory stays bounded by `maxInFlight` however many tokens there are:
+    /// sent. Memory stays bounded by the in-flight window however many tokens there are:
     /// tokens are read only as results are consumed.
     public func send<Tokens: Sequence>(_ notification: Notification, to tokens: Tokens) -> DeliveryResults
     where Tokens.Element: StringProtocol {

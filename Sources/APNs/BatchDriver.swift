@@ -57,7 +57,7 @@ final class BatchDriver {
         self.notification = notification
         self.message = BatchDriver.makeMessage(notification)
         self.input = tokens
-        self.window = max(1, client.configuration.maxInFlight)
+        self.window = client.configuration.outstandingLimit
         self.inbox = client.router.makeInbox()
         slots = Array(repeating: Slot(), count: window)
         freeSlots = Array((0..<window).reversed())

@@ -46,7 +46,9 @@ extension APNsClient {
         public var transport: Transport
         /// HTTP/2 connections to the environment (one is what APNs recommends).
         public var connections: Int
-        /// Requests in flight at once; the server's SETTINGS_MAX_CONCURRENT_STREAMS also bounds them.
+        /// Streams in flight at once per connection; the server's SETTINGS_MAX_CONCURRENT_STREAMS
+        /// can lower it. The client holds one more such window of requests queued, so that a
+        /// stream that frees is refilled at once; memory is bounded by that.
         public var maxInFlight: Int
         public var connectTimeout: Duration
         /// Deadline of one attempt; nothing waits longer for an answer.
@@ -86,6 +88,12 @@ struct ClientMetrics: Sendable {
     func failed(_ reason: String) -> Counter {
         Counter(label: "apns_notifications_failed_total", dimensions: [("reason", reason)])
     }
+}
+
+extension APNsClient.Configuration {
+    /// Requests submitted and not yet answered, at most: every connection's streams
+    /// plus one window queued behind them.
+    var outstandingLimit: Int { max(1, maxInFlight) * (max(1, connections) + 1) }
 }
 
 extension Duration {

@@ -22,7 +22,8 @@ final class Connection: Sendable {
                 cfg.port = UInt16(clamping: c.environment.port)
                 cfg.ca_file = caPtr
                 cfg.connections = Int32(max(1, c.connections))
-                cfg.max_outstanding = Int32(max(1, c.maxInFlight))
+                cfg.max_outstanding = Int32(clamping: c.outstandingLimit)
+                cfg.max_streams = Int32(clamping: max(1, c.maxInFlight))
                 cfg.connect_timeout_ms = Int32(clamping: c.connectTimeout.milliseconds)
                 cfg.request_timeout_ms = Int32(clamping: c.requestTimeout.milliseconds)
                 cfg.ping_interval_ms = Int32(clamping: c.pingInterval.milliseconds)

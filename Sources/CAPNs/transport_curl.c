@@ -426,9 +426,17 @@ static void start_queued(curl_transport *t)
             start(t, &batch[0]);
         return;
     }
-    while ((n = capns__take(s, batch, TAKE_BATCH)) > 0)
+    /* Hand curl no more than the streams it may open: the rest wait in our queue,
+     * which is cheaper than curl's pending list and keeps peak_streams honest. */
+    size_t limit = (size_t)(s->cfg.max_streams > 0 ? s->cfg.max_streams : s->cfg.max_outstanding) *
+                   (size_t)s->cfg.connections;
+    while (t->busy < limit) {
+        size_t want = limit - t->busy < TAKE_BATCH ? limit - t->busy : TAKE_BATCH;
+        if ((n = capns__take(s, batch, want)) == 0)
+            break;
         for (size_t i = 0; i < n; i++)
             start(t, &batch[i]);
+    }
 }
 
 /* ------------------------------------------------------------- outcomes */
@@ -567,7 +575,8 @@ static void *curl_create(capns_sender *s, char *err, size_t errlen)
     snprintf(t->url_prefix, sizeof t->url_prefix, "https://%s%s%s:%u/3/device/", v6 ? "[" : "",
              cfg->host, v6 ? "]" : "", (unsigned)cfg->port);
     curl_multi_setopt(t->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
-    curl_multi_setopt(t->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, (long)cfg->max_outstanding);
+    curl_multi_setopt(t->multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
+                      (long)(cfg->max_streams > 0 ? cfg->max_streams : cfg->max_outstanding));
     curl_multi_setopt(t->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)cfg->connections);
     curl_multi_setopt(t->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)cfg->connections);
     curl_multi_setopt(t->multi, CURLMOPT_MAXCONNECTS, (long)cfg->connections);

@@ -302,6 +302,8 @@ static size_t submit_some(h2_transport *t, h2_conn *c, size_t max)
 {
     size_t n = 0;
     uint32_t limit = h2_session_max_streams(c);
+    if (t->s->cfg.max_streams > 0 && (uint32_t)t->s->cfg.max_streams < limit)
+        limit = (uint32_t)t->s->cfg.max_streams;
     while (n < max && !c->draining && c->in_flight < limit && !h2_link_empty(&t->pending)) {
         h2_stream *st = H2_CONTAINER(t->pending.next, h2_stream, link);
         int rv = h2_session_submit(c, st);

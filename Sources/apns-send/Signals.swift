@@ -1,22 +1,54 @@
-import Dispatch
+import Foundation
 import Glibc
+import Synchronization
 
-/// SIGINT and SIGTERM as dispatch events instead of the default "die at once",
-/// so a run can finish its requests in flight and write every record.
-struct Signals {
-    private let sources: [DispatchSourceSignal]
+/// SIGINT and SIGTERM as events instead of the default "die at once", so a run
+/// can finish its requests in flight and write every record.
+///
+/// A plain sigaction handler writes one byte to a pipe (the only async-signal-safe
+/// thing it needs); a thread of its own reads the pipe and calls the handler.
+/// Dispatch signal sources were tried first: on Linux they lost signals that
+/// arrived on a thread other than the one that set them up.
+final class Signals: Sendable {
+    private let active: Atomic<Bool>
 
     static func onInterrupt(_ handler: @escaping @Sendable () -> Void) -> Signals {
-        Signals(sources: [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)   // the dispatch source sees it; the default action must not
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler(handler: handler)
-            source.resume()
-            return source
-        })
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { return Signals(active: false) }
+        signalPipeWriter = fds[1]
+        for number in [SIGINT, SIGTERM] {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { _ in
+                var byte: UInt8 = 1
+                _ = write(signalPipeWriter, &byte, 1)
+            }
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = SA_RESTART
+            sigaction(number, &action, nil)
+        }
+        let signals = Signals(active: true)
+        let reader = fds[0]
+        let thread = Thread { [signals] in
+            var byte: UInt8 = 0
+            while read(reader, &byte, 1) == 1 {
+                if signals.isActive { handler() }
+            }
+        }
+        thread.start()
+        return signals
     }
 
+    private init(active: Bool) {
+        self.active = Atomic(active)
+    }
+
+    private var isActive: Bool { active.load(ordering: .acquiring) }
+
+    /// Later signals are still caught, and ignored: the run is ending anyway.
     func cancel() {
-        for source in sources { source.cancel() }
+        active.store(false, ordering: .releasing)
     }
 }
+
+/// Written once before the handlers are installed; read by them.
+nonisolated(unsafe) private var signalPipeWriter: Int32 = -1

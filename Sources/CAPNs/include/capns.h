@@ -118,7 +118,11 @@ typedef struct {
     const char *ca_file;        /* extra trusted CA (PEM) on top of the system's; NULL for none.
                                    Peer verification is always on. */
     int connections;            /* HTTP/2 connections to keep, >= 1 */
-    int max_outstanding;        /* bound on submitted but not yet completed requests */
+    int max_outstanding;        /* bound on submitted but not yet completed requests: streams
+                                   in flight plus a queue that refills a stream the moment it
+                                   frees, so keep it above connections * max_streams */
+    int max_streams;            /* streams in flight per connection at most; the server's
+                                   SETTINGS_MAX_CONCURRENT_STREAMS can lower it; 0 = the server's */
     int connect_timeout_ms;     /* TCP + TLS handshake */
     int request_timeout_ms;     /* submit to answer; 0 = none (not recommended) */
     int ping_interval_ms;       /* PING a connection idle this long; 0 = never */
