@@ -6,7 +6,7 @@ CONFIG     ?= release
 DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev nghttp2-client nghttp2-server openssl curl python3
 DEMO_DIR   := .demo
 
-.PHONY: all deps build demo test keys clean
+.PHONY: all deps build demo test keys clean bench fuzz sanitize
 
 all: build
 
@@ -33,6 +33,19 @@ demo: build keys
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# libFuzzer harnesses (fuzz/), FUZZ_SECONDS each (default 60); scripts/fuzz.sh --short is the CI one.
+fuzz: deps
+	scripts/fuzz.sh
+
+# The shim and the mock under AddressSanitizer + UBSan: their Swift tests, then a leak check.
+sanitize: deps
+	scripts/sanitize.sh
+
+# h2load, apns-send, apns-bench (and aioapns) against apns-mock; see BENCHMARKS.md.
+# QUICK=1 for one short round; BENCH_N=N sets the headline row's notifications.
+bench: deps
+	QUICK=$(QUICK) BENCH_N=$(BENCH_N) scripts/bench.sh
 
 clean:
 	rm -rf .build $(DEMO_DIR)

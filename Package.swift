@@ -11,11 +11,13 @@ let package = Package(
         .library(name: "APNsMock", targets: ["APNsMock"]),
         .executable(name: "apns-send", targets: ["apns-send"]),
         .executable(name: "apns-mock", targets: ["apns-mock"]),
+        .executable(name: "apns-bench", targets: ["apns-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         // The sender's hot path: ES256 provider tokens (OpenSSL) and HTTP/2 transports.
@@ -53,11 +55,20 @@ let package = Package(
             name: "apns-mock",
             dependencies: ["APNsMock", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        .executableTarget(
+            name: "apns-bench",
+            dependencies: [
+                "APNs", "APNsMock",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         // Shared by the test targets: throw-away PKI, locating built binaries, running subprocesses.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CAPNsTests", dependencies: ["CAPNs", "CAPNsMock", "TestSupport"]),
         .testTarget(name: "APNsMockTests", dependencies: ["APNsMock", "CAPNs", "TestSupport"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsMock", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["APNsMock", "TestSupport"]),
+        .testTarget(name: "BenchTests", dependencies: ["TestSupport"]),
     ]
 )

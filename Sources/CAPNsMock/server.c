@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,6 +208,12 @@ static void *loop_main(void *arg)
     mock_loop *loop = arg;
     capns_mock *m = loop->mock;
     struct epoll_event events[64];
+    /* As transport_h2.c: a client's reset makes SSL_write's write(2) raise SIGPIPE,
+     * which would kill the host process; blocked on this thread it is just EPIPE. */
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, NULL);
     while (!atomic_load(&m->stopping)) {
         int wait = mock__timer_wait_ms(&loop->timers, mock__now_ns());
         int n = epoll_wait(loop->epfd, events, 64, wait);

@@ -99,7 +99,19 @@ struct Settings {
         }
         let key: SigningKey
         do { key = try SigningKey(contentsOf: keyPath) } catch { throw UsageError(error.description) }
-        do { return try Credentials(key: key, keyID: keyID, teamID: teamID) } catch { throw UsageError(error.description) }
+        let credentials: Credentials
+        do { credentials = try Credentials(key: key, keyID: keyID, teamID: teamID) } catch { throw UsageError(error.description) }
+        warnIfOthersCanRead(keyPath)
+        return credentials
+    }
+
+    /// A provider key signs for the whole team: say so when the file is open to
+    /// group or others, but go on (the key works, and the run may be wanted).
+    private static func warnIfOthersCanRead(_ path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & 0o077 != 0 else { return }
+        let mode = String(info.st_mode & 0o777, radix: 8)
+        Stderr.line("warning: \(path) is readable by group or others (mode \(mode)); chmod 600 it")
     }
 
     private static func configuration(_ o: Options, credentials: Credentials,

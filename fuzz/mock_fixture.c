@@ -1,0 +1,69 @@
+/*
+ * mock_fixture.c - see mock_fixture.h.
+ */
+#include "mock_fixture.h"
+#include "capns.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static void need(bool ok, const char *what, const char *err)
+{
+    if (ok)
+        return;
+    fprintf(stderr, "fuzz fixture: %s: %s (set FUZZ_PKI to a scripts/gen-pki.sh directory)\n", what, err);
+    exit(2);
+}
+
+static const char *pki_path(const char *name)
+{
+    static char paths[4][512];
+    static int next;
+    const char *dir = getenv("FUZZ_PKI");
+    need(dir != NULL, "FUZZ_PKI", "not set");
+    char *p = paths[next++ % 4];
+    snprintf(p, sizeof paths[0], "%s/%s", dir, name);
+    return p;
+}
+
+capns_mock *fixture_mock(void)
+{
+    static capns_mock *m;
+    if (m)
+        return m;
+    char err[CAPNS_MOCK_ERR_MAX] = "";
+    capns_mock_auth_key key = {FIXTURE_KEY_ID, pki_path("AuthKey_" FIXTURE_KEY_ID ".p8")};
+    const char *teams[] = {FIXTURE_TEAM_ID};
+    const char *topics[] = {FIXTURE_TOPIC};
+    capns_mock_config cfg = {
+        .cert_file = pki_path("server.crt"),
+        .key_file = pki_path("server.key"),
+        .auth_keys = &key, .n_auth_keys = 1,
+        .teams = teams, .n_teams = 1,
+        .topics = topics, .n_topics = 1,
+        .record_cap = 64,       /* recording on: its copy code is fuzzed too */
+        .sandbox = 1,
+        .seed = 1,
+    };
+    m = capns_mock_create(&cfg, err, sizeof err);
+    need(m != NULL, "capns_mock_create", err);
+    /* Scripted and unregistered tokens: the table paths of the verdict. */
+    capns_mock_add_unregistered(m, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 1700000000000);
+    return m;
+}
+
+const char *fixture_jwt(void)
+{
+    static char jwt[CAPNS_JWT_MAX];
+    if (jwt[0])
+        return jwt;
+    char err[CAPNS_ERR_MAX] = "";
+    capns_key *key = capns_key_load_file(pki_path("AuthKey_" FIXTURE_KEY_ID ".p8"), err, sizeof err);
+    need(key != NULL, "provider key", err);
+    int n = capns_jwt_sign(key, FIXTURE_KEY_ID, FIXTURE_TEAM_ID, (int64_t)time(NULL), jwt, sizeof jwt, err,
+                           sizeof err);
+    capns_key_free(key);
+    need(n > 0, "signing", err);
+    return jwt;
+}

@@ -1,0 +1,24 @@
+/*
+ * mock_fixture.h - a real capns_mock for the harnesses that need one, made
+ * from the throw-away PKI scripts/gen-pki.sh writes (directory in $FUZZ_PKI;
+ * scripts/fuzz.sh sets it). The mock is created, never started: its listener
+ * is bound on 127.0.0.1 but no loop thread runs, so the harness drives the
+ * judging code directly on its own thread.
+ */
+#ifndef FUZZ_MOCK_FIXTURE_H
+#define FUZZ_MOCK_FIXTURE_H
+
+#include "mock_internal.h"
+
+/* The ids in $FUZZ_PKI/ids.env, as gen-pki.sh writes them. */
+#define FIXTURE_KEY_ID "DEMOKEY001"
+#define FIXTURE_TEAM_ID "DEMOTEAM01"
+#define FIXTURE_TOPIC "com.mendmyi.repairminder"
+
+/* The mock, made on first use; exits with a message when $FUZZ_PKI is unusable. */
+capns_mock *fixture_mock(void);
+
+/* A JWT the mock accepts (signed now with the fixture's provider key). */
+const char *fixture_jwt(void);
+
+#endif
