@@ -7,8 +7,7 @@ import Synchronization
 ///
 /// A plain sigaction handler writes one byte to a pipe (the only async-signal-safe
 /// thing it needs); a thread of its own reads the pipe and calls the handler.
-/// Dispatch signal sources were tried first: on Linux they lost signals that
-/// arrived on a thread other than the one that set them up.
+/// Dispatch signal sources were tried first: under load they lost signals.
 final class Signals: Sendable {
     private let active: Atomic<Bool>
 
@@ -29,6 +28,13 @@ final class Signals: Sendable {
         let signals = Signals(active: true)
         let reader = fds[0]
         let thread = Thread { [signals] in
+            // A parent may have started us with these blocked (Dispatch worker threads
+            // block them, and exec keeps the mask); a blocked signal would wait forever.
+            var set = sigset_t()
+            sigemptyset(&set)
+            sigaddset(&set, SIGINT)
+            sigaddset(&set, SIGTERM)
+            pthread_sigmask(SIG_UNBLOCK, &set, nil)
             var byte: UInt8 = 0
             while read(reader, &byte, 1) == 1 {
                 if signals.isActive { handler() }

@@ -186,7 +186,7 @@ import Testing
 
         #expect(results.count == tokens.count)
         #expect(Set(results.map(\.token)) == Set(tokens))
-        #expect(results.allSatisfy { $0.status == 200 })
+        #expect(results.allSatisfy { $0.status == 200 }, "\(results.filter { $0.status != 200 }.prefix(2))")
         let stats = mock.statistics()
         if transport == .nghttp2 {
             #expect(stats.byStatus[200] == UInt64(tokens.count), "each token delivered exactly once")

@@ -53,7 +53,9 @@ import TestSupport
         let mock = try CLI.mock { $0.latency = .milliseconds(100) }
         defer { mock.stop() }
         let scratch = Scratch()
-        let tokens = CLI.tokens(200)
+        // 50 s of work at 4 × 100 ms: the interrupt lands mid-run even when this test's
+        // task waits a while for a thread (the suite runs tests side by side on 2 cores).
+        let tokens = CLI.tokens(2000)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLI.binary)
         process.arguments = CLI.arguments(mock) + ["--concurrency", "4", "--output", scratch.path("o.jsonl"),
