@@ -13,6 +13,9 @@ final class BatchDriver {
     private struct Slot {
         var token = ""
         var attempts = 0
+        /// Attempts the server did not process (GOAWAY, REFUSED_STREAM, lost connection):
+        /// safe to repeat, so they have a budget of their own.
+        var refusals = 0
         var firstSent: ContinuousClock.Instant?
         /// The provider token generation of the latest attempt.
         var generation = 0
@@ -40,6 +43,8 @@ final class BatchDriver {
     private static let tokenStride = Int(CAPNS_TOKEN_MAX) + 1
     private static let idStride = Int(CAPNS_UUID_LEN) + 1
     private static let slotStride = tokenStride + idStride
+    /// A server that refuses the same request this often is not going to take it.
+    private static let maxRefusals = 16
 
     private var toSubmit: [Int] = []
     private var retries: [Retry] = []
@@ -130,6 +135,7 @@ final class BatchDriver {
                 answered(slot, c, now: now)
             case CAPNS_NOT_PROCESSED:
                 // The server did not act on it: send again at once (a new connection if need be).
+                slots[slot].refusals += 1
                 retry(slot, after: .zero, now: now, or: c, status: 0)
             case CAPNS_TIMED_OUT:
                 retry(slot, after: backoff(slot), now: now, or: c, status: 0)
@@ -173,7 +179,11 @@ final class BatchDriver {
     /// attempts are used up (or the batch is cancelled).
     private func retry(_ slot: Int, after delay: Duration, now: ContinuousClock.Instant,
                        or last: Completion, status: Int) {
-        guard slots[slot].attempts < client.configuration.retry.maxAttempts, !cancelled else {
+        let s = slots[slot]
+        let answered = s.attempts - s.refusals
+        guard answered < client.configuration.retry.maxAttempts, s.refusals <= BatchDriver.maxRefusals,
+              !cancelled
+        else {
             finish(slot, status: status, reason: last.reason, timestamp: last.timestamp,
                    error: status == 0 ? last.error : nil)
             return

@@ -3,7 +3,7 @@
  * keys, listeners, and one epoll loop per thread.
  *
  * Each loop thread has its own listening socket on the same port
- * (SO_REUSEPORT: the kernel spreads connections), its own epoll set, timer
+ * (SO_REUSEPORT when there are several: the kernel spreads connections), its own epoll set, timer
  * heap and stream pool, so loops never share a connection. An eventfd wakes a
  * loop for stop and for a changed stream limit.
  */
@@ -135,8 +135,23 @@ static bool is_loopback(const char *host)
     return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
 }
 
-static int listen_on(const char *host, uint16_t port, uint16_t *bound, char *err, size_t errlen)
+/*
+ * SO_REUSEPORT only when several loops share the port: a port-0 bind with it set
+ * may be handed a port another reuseport listener of this user already holds
+ * (Linux allows that), and then two mocks split one port's connections. For a
+ * shared port 0 the port is first chosen by a probe bind without the option.
+ */
+static int listen_on(const char *host, uint16_t port, bool share, uint16_t *bound, char *err,
+                     size_t errlen)
 {
+    if (share && port == 0) {
+        uint16_t free_port = 0;
+        int probe = listen_on(host, 0, false, &free_port, err, errlen);
+        if (probe < 0)
+            return -1;
+        close(probe);
+        port = free_port;
+    }
     struct sockaddr_storage ss = {0};
     socklen_t sslen;
     struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
@@ -156,7 +171,7 @@ static int listen_on(const char *host, uint16_t port, uint16_t *bound, char *err
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
+        (share && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) ||
         bind(fd, (struct sockaddr *)&ss, sslen) != 0 || listen(fd, 1024) != 0) {
         fail(err, errlen, "cannot listen on %s port %u: %s", host, port, strerror(errno));
         if (fd >= 0)
@@ -245,7 +260,7 @@ static int loop_init(capns_mock *m, mock_loop *loop, int index, char *err, size_
     loop->epfd = epoll_create1(EPOLL_CLOEXEC);
     loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     uint16_t bound = 0;
-    loop->listen_fd = listen_on(m->host, m->port, &bound, err, errlen);
+    loop->listen_fd = listen_on(m->host, m->port, m->cfg.threads > 1, &bound, err, errlen);
     if (loop->epfd < 0 || loop->wake_fd < 0 || loop->listen_fd < 0) {
         if (loop->listen_fd >= 0)
             fail(err, errlen, "cannot create epoll or eventfd: %s", strerror(errno));
