@@ -26,7 +26,8 @@ import TestSupport
         // The client's count and the server's agree, whatever they are.
         #expect(report["connections_opened"] as? Int == report["mock_connections_accepted"] as? Int)
         if transport == "curl" {
-            withKnownIssue("libcurl transport opens 3 connections when asked for 1 (transport_curl.c)") {
+            withKnownIssue("libcurl 7.88 resets finished streams; the server then drops the connection now and then",
+                           isIntermittent: true) {
                 #expect(report["connections_opened"] as? Int == 1)
             }
         } else {
