@@ -53,7 +53,7 @@ public enum Reason: Sendable, Hashable, CustomStringConvertible {
     public var description: String { rawValue }
 
     /// True for answers that end a token's delivery: never sent again for the same token.
-    public var isFinal: Bool { Disposition(status: 400, reason: self) == .final }
+    public var isFinal: Bool { Disposition(status: 0, reason: self) == .final }
 
     /// True when the token itself is dead (410): stop sending to it.
     public var deactivatesToken: Bool { self == .unregistered || self == .expiredToken }

@@ -231,7 +231,7 @@ import Testing
 
     @Test(arguments: Transport.allCases)
     func anUnreachableEndpointGivesEveryTokenARecordNamingIt(transport: Transport) async throws {
-        let port = Harness.closedPort()
+        let port = freePort()
         let client = try Harness.client(port: port, transport: transport)
         let tokens = Harness.tokens(50) + ["not-a-token"]
         let results = await client.sendAll(Harness.notification(), to: tokens)
@@ -348,22 +348,5 @@ enum Harness {
             seen.insert((0..<4).map { _ in String(format: "%016llx", rng.next() as UInt64) }.joined())
         }
         return Array(seen)
-    }
-
-    /// A loopback port nobody listens on.
-    static func closedPort() -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) }
-        }
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
-        }
-        close(fd)
-        return UInt16(bigEndian: addr.sin_port)
     }
 }
