@@ -80,7 +80,7 @@ public final class APNsClient: Sendable {
         } else {
             metrics.failed(result.reason?.rawValue ?? (result.status == 0 ? "NoAnswer" : "\(result.status)")).increment()
         }
-        if result.attempts > 0 { metrics.latency.recordNanoseconds(Int64(result.latency.milliseconds) * 1_000_000) }
+        if result.attempts > 0 { metrics.latency.record(duration: result.latency) }
     }
 }
 

@@ -331,8 +331,8 @@ final class BatchDriver {
 
     private static func makeMessage(_ n: Notification) -> OpaquePointer {
         let message = n.topic.withCString { topic in
-            withOptional(n.pushType.rawValue) { pushType in
-                withOptional(n.collapseID) { collapse in
+            withOptionalCString(n.pushType.rawValue) { pushType in
+                withOptionalCString(n.collapseID) { collapse in
                     n.payload.bytes.withUnsafeBufferPointer { body in
                         var spec = capns_message_spec(
                             topic: topic, push_type: pushType, priority: Int32(n.priority?.rawValue ?? 0),
@@ -346,9 +346,4 @@ final class BatchDriver {
         guard let message else { fatalError("out of memory creating a message") }
         return message
     }
-}
-
-private func withOptional<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
-    guard let s else { return body(nil) }
-    return s.withCString(body)
 }

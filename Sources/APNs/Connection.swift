@@ -68,7 +68,8 @@ final class Connection: Sendable {
     }
 }
 
-private func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+/// `withCString` for an optional: nil stays a NULL pointer.
+func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
     guard let s else { return body(nil) }
     return s.withCString(body)
 }
