@@ -231,7 +231,9 @@ import Testing
 
     @Test(arguments: Transport.allCases)
     func anUnreachableEndpointGivesEveryTokenARecordNamingIt(transport: Transport) async throws {
-        let port = freePort()
+        let closed = ClosedPort()
+        defer { withExtendedLifetime(closed) {} }
+        let port = closed.port
         let client = try Harness.client(port: port, transport: transport)
         let tokens = Harness.tokens(50) + ["not-a-token"]
         let results = await client.sendAll(Harness.notification(), to: tokens)

@@ -61,7 +61,9 @@ import TestSupport
     }
 
     @Test func aRefusedPortFailsToConnect() async throws {
-        let port = freePort()
+        let closed = ClosedPort()
+        defer { withExtendedLifetime(closed) {} }
+        let port = closed.port
         let sender = try TestSender(port: port)
         await sender.submit(count: 2)
         await sender.collector.wait(for: 2)

@@ -157,7 +157,9 @@ import TestSupport
     }
 
     @Test func aClosedPortFailsToConnect() async throws {
-        let port = freePort()
+        let closed = ClosedPort()
+        defer { withExtendedLifetime(closed) {} }
+        let port = closed.port
         let sender = try H2Sender(port: port)
         await sender.submit(count: 2)
         await sender.collector.wait(for: 2)

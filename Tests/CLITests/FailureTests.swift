@@ -6,9 +6,9 @@ import TestSupport
 /// No answer from the server, and interruptions: every token still gets exactly one record.
 @Suite struct FailureTests {
     @Test func closedPortGivesStatusZeroForEveryTokenAndOneLineNamingTheEndpoint() throws {
-        let closed = try CLI.mock()
+        let closed = ClosedPort()
+        defer { withExtendedLifetime(closed) {} }
         let port = closed.port
-        closed.stop()
         let scratch = Scratch()
         let tokens = CLI.tokens(5)
         let endpoint = "https://127.0.0.1:\(port)"

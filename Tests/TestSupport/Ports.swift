@@ -20,3 +20,30 @@ public func freePort() -> UInt16 {
     }
     return UInt16(bigEndian: addr.sin_port)
 }
+
+/// A loopback port that refuses connections for as long as this object lives: bound,
+/// never listening, so no other test's server can be handed the same port meanwhile
+/// (a port from `freePort()` can be, when tests run side by side). Keep it alive to
+/// the end of the test: `defer { withExtendedLifetime(closed) {} }`.
+public final class ClosedPort: @unchecked Sendable {
+    public let port: UInt16
+    private let fd: Int32
+
+    public init() {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) }
+        }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
+        port = UInt16(bigEndian: addr.sin_port)
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+}
