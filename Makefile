@@ -32,7 +32,8 @@ demo: build keys
 
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	# A hung test must fail the run, not stall it: the whole suite takes ~70 s here.
+	timeout 1200 $(SWIFT) test --skip-build
 
 # libFuzzer harnesses (fuzz/), FUZZ_SECONDS each (default 60); scripts/fuzz.sh --short is the CI one.
 fuzz: deps

@@ -121,17 +121,18 @@ public struct Statistics: Sendable, Hashable {
     /// Provider JWTs signed.
     public let jwtSignatures: Int
 
+    // Clamped: a counter glitch in C must never crash the process reading it.
     init(_ s: capns_sender_stats, signatures: Int) {
-        connectionsOpened = Int(s.connections_opened)
-        connectionsLost = Int(s.connections_lost)
-        goawaysReceived = Int(s.goaways_received)
-        requestsStarted = Int(s.requests_started)
-        notProcessed = Int(s.not_processed)
-        timedOut = Int(s.timed_out)
-        bytesSent = Int(s.bytes_sent)
-        bytesReceived = Int(s.bytes_received)
-        serverMaxStreams = Int(s.server_max_streams)
-        peakStreams = Int(s.peak_streams)
+        connectionsOpened = Int(clamping: s.connections_opened)
+        connectionsLost = Int(clamping: s.connections_lost)
+        goawaysReceived = Int(clamping: s.goaways_received)
+        requestsStarted = Int(clamping: s.requests_started)
+        notProcessed = Int(clamping: s.not_processed)
+        timedOut = Int(clamping: s.timed_out)
+        bytesSent = Int(clamping: s.bytes_sent)
+        bytesReceived = Int(clamping: s.bytes_received)
+        serverMaxStreams = Int(clamping: s.server_max_streams)
+        peakStreams = Int(clamping: s.peak_streams)
         jwtSignatures = signatures
     }
 }
