@@ -9,6 +9,7 @@ final class Connection: Sendable {
     nonisolated(unsafe) private let sender: OpaquePointer
     let router: Router
     private let destroyed = Atomic<Bool>(false)
+    private let final = Mutex<capns_sender_stats?>(nil)
 
     init(configuration c: APNsClient.Configuration, router: Router) throws(APNsError) {
         self.router = router
@@ -55,16 +56,27 @@ final class Connection: Sendable {
         capns_sender_set_authorization(sender, jwt)
     }
 
+    /// Live while the sender runs; afterwards the figures it ended with (the C
+    /// sender is freed by `destroy`, so it must not be read then).
     func statistics() -> capns_sender_stats {
-        var stats = capns_sender_stats()
-        capns_sender_get_stats(sender, &stats)
-        return stats
+        final.withLock { last in
+            if let last { return last }
+            var stats = capns_sender_stats()
+            capns_sender_get_stats(sender, &stats)
+            return stats
+        }
     }
 
     /// Stops the thread; unanswered requests complete as cancelled first.
     func destroy() {
         if destroyed.exchange(true, ordering: .acquiringAndReleasing) { return }
-        capns_sender_destroy(sender)
+        final.withLock { last in
+            // After a drain nothing changes but the teardown itself: keep the figures.
+            var stats = capns_sender_stats()
+            capns_sender_get_stats(sender, &stats)
+            capns_sender_destroy(sender)
+            last = stats
+        }
     }
 }
 
