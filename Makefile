@@ -1,12 +1,25 @@
 # apns-engine: the two commands a new machine needs are `make demo` and `make test`.
-# Both install what is missing (Debian packages, as root), then build.
+# Every target installs what is missing (Debian packages, as root), then builds; clang with
+# libFuzzer and the sanitizer runtimes, and lld, come with the Swift toolchain.
+#
+#   make demo      build, a throw-away key and certificate, apns-mock on 127.0.0.1, one send
+#   make test      what CI runs (5-6 min from a clean clone on 2 cores): the whole suite, then
+#                  every fuzz harness for a few seconds (fuzz.sh --short) and the sanitizer
+#                  check on a smaller run (sanitize.sh --short: ASan/UBSan tests of the shim
+#                  and the mock, a 10k-request leak check per transport)
+#   make soak      the long variants: the suite with APNS_SOAK=1 (fault matrix at 100k
+#                  tokens, CLI memory at 1M), then `make fuzz` and `make sanitize`
+#   make fuzz      every libFuzzer harness, FUZZ_SECONDS each (default 60)
+#   make sanitize  ASan/UBSan tests of the shim and the mock, a leak check of LEAK_REQUESTS
+#                  (default 100k) requests per transport
+#   make bench     h2load, apns-send, apns-bench (and aioapns) on apns-mock: BENCHMARKS.md
 
 SWIFT      ?= swift
 CONFIG     ?= release
 DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev nghttp2-client nghttp2-server openssl curl python3
 DEMO_DIR   := .demo
 
-.PHONY: all deps build demo test keys clean bench fuzz sanitize
+.PHONY: all deps build demo test soak keys clean bench fuzz sanitize
 
 all: build
 
@@ -30,12 +43,20 @@ keys:
 demo: build keys
 	@scripts/demo.sh "$$($(SWIFT) build -c $(CONFIG) --show-bin-path)" $(DEMO_DIR)
 
+# A hung test must fail the run, not stall it: the suite takes ~70 s here (a soak run longer).
 test: deps
 	$(SWIFT) build --build-tests
-	# A hung test must fail the run, not stall it: the whole suite takes ~70 s here.
 	timeout 1200 $(SWIFT) test --skip-build
+	scripts/fuzz.sh --short
+	scripts/sanitize.sh --short
 
-# libFuzzer harnesses (fuzz/), FUZZ_SECONDS each (default 60); scripts/fuzz.sh --short is the CI one.
+soak: deps
+	$(SWIFT) build --build-tests
+	APNS_SOAK=1 timeout 3600 $(SWIFT) test --skip-build
+	scripts/fuzz.sh
+	scripts/sanitize.sh
+
+# libFuzzer harnesses (fuzz/), FUZZ_SECONDS each (default 60).
 fuzz: deps
 	scripts/fuzz.sh
 
@@ -49,4 +70,4 @@ bench: deps
 	QUICK=$(QUICK) BENCH_N=$(BENCH_N) scripts/bench.sh
 
 clean:
-	rm -rf .build $(DEMO_DIR)
+	rm -rf .build .build-asan .build-fuzz $(DEMO_DIR)

@@ -69,6 +69,8 @@ let package = Package(
         .testTarget(name: "APNsMockTests", dependencies: ["APNsMock", "CAPNs", "TestSupport"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsMock", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["APNsMock", "TestSupport"]),
+        // apns-send's own parts (token memory, resumed records), tested in-process.
+        .testTarget(name: "SendToolTests", dependencies: ["apns-send", "APNs", "TestSupport"]),
         .testTarget(name: "BenchTests", dependencies: ["TestSupport"]),
     ]
 )

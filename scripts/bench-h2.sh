@@ -22,21 +22,8 @@ ${CC:-cc} -O2 -D_GNU_SOURCE -I"$c/include" -I"$c" "$root/scripts/h2-drive.c" \
 bash "$root/scripts/gen-pki.sh" "$work/pki"
 . "$work/pki/ids.env"
 
-# ES256 JWT for h2load with the openssl CLI: sign header.claims, then DER -> raw r||s.
-b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
-header=$(printf '{"alg":"ES256","kid":"%s"}' "$KEY_ID" | b64url)
-claims=$(printf '{"iss":"%s","iat":%s}' "$TEAM_ID" "$(date +%s)" | b64url)
-sig=$(printf '%s.%s' "$header" "$claims" | openssl dgst -sha256 -sign "$work/pki/AuthKey_$KEY_ID.p8" |
-  python3 -c '
-import sys
-der = sys.stdin.buffer.read()
-def integer(i):
-    n = der[i + 1]
-    return der[i + 2:i + 2 + n].lstrip(b"\0").rjust(32, b"\0"), i + 2 + n
-r, i = integer(2)
-s, _ = integer(i)
-sys.stdout.buffer.write(r + s)' | b64url)
-jwt="$header.$claims.$sig"
+. "$root/scripts/lib/jwt.sh"
+jwt=$(es256_jwt "$work/pki/AuthKey_$KEY_ID.p8" "$KEY_ID" "$TEAM_ID")
 
 python3 -c 'import json; print(json.dumps({"aps": {"alert": {"title": "Order update", "body": "x" * 150},
   "sound": "default"}, "id": 12345}, separators=(",", ":")))' >"$work/payload.json"

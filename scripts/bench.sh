@@ -52,21 +52,8 @@ key="$work/pki/AuthKey_$KEY_ID.p8"
 python3 -c 'import json; print(json.dumps({"aps": {"alert": {"title": "Order update", "body": "x" * 150},
   "sound": "default"}, "id": 12345}, separators=(",", ":")))' >"$work/payload.json"
 
-# ES256 JWT for h2load with the openssl CLI: sign header.claims, then DER -> raw r||s.
-b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
-jwt_header=$(printf '{"alg":"ES256","kid":"%s"}' "$KEY_ID" | b64url)
-jwt_claims=$(printf '{"iss":"%s","iat":%s}' "$TEAM_ID" "$(date +%s)" | b64url)
-jwt_sig=$(printf '%s.%s' "$jwt_header" "$jwt_claims" | openssl dgst -sha256 -sign "$key" |
-  python3 -c '
-import sys
-der = sys.stdin.buffer.read()
-def integer(i):
-    n = der[i + 1]
-    return der[i + 2:i + 2 + n].lstrip(b"\0").rjust(32, b"\0"), i + 2 + n
-r, i = integer(2)
-s, _ = integer(i)
-sys.stdout.buffer.write(r + s)' | b64url)
-jwt="$jwt_header.$jwt_claims.$jwt_sig"
+. scripts/lib/jwt.sh
+jwt=$(es256_jwt "$key" "$KEY_ID" "$TEAM_ID")
 
 # Distinct tokens, one per line, as many as the biggest run; smaller files are its head.
 n_tokens=$((n_head > 100000 ? n_head : 100000))

@@ -6,22 +6,24 @@
 #   error_body   the sender's APNs error-body reader (sender.c)
 #   key_pem      the sender's .p8 loader (jwt.c)
 #   swift_payload  JSONCompactor and DeviceToken (Sources/APNs), built with swiftc
+#   swift_tokens   apns-send's token-file reader and --resume record reader (Sources/apns-send)
 # Each runs FUZZ_SECONDS (default 60) with AddressSanitizer + UBSan, starting
 # from fuzz/corpus/<name>/ (new finds go to .build-fuzz/corpus/<name>/, the
 # checked-in seeds stay small). A crash stops the script with the reproducer's
 # path: rerun it with `.build-fuzz/<name> <file>`.
-#   scripts/fuzz.sh [--short] [NAME...]     --short: 10 s each (CI)
-# Env: CC (default: the Swift toolchain's clang, which carries libFuzzer), FUZZ_SECONDS.
+#   scripts/fuzz.sh [--short] [NAME...]     --short: 5 s each (make test, CI)
+# Env: FUZZ_SECONDS; CC and SWIFTC (default: the Swift toolchain's clang and swiftc,
+# which carry libFuzzer and the sanitizer runtimes; lld comes with them).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${FUZZ_SECONDS:-60}
-if [ "${1:-}" = --short ]; then seconds=10; shift; fi
+if [ "${1:-}" = --short ]; then seconds=${FUZZ_SECONDS:-5}; shift; fi
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(mock_json mock_jwt mock_judge error_body key_pem swift_payload)
+[ ${#names[@]} -gt 0 ] || names=(mock_json mock_jwt mock_judge error_body key_pem swift_payload swift_tokens)
 
-CC=${CC:-/opt/swift/usr/bin/clang}
-command -v "$CC" >/dev/null || CC=clang
-SWIFTC=${SWIFTC:-swiftc}
+toolchain=$(dirname "$(readlink -f "$(command -v swift)")")
+CC=${CC:-$toolchain/clang}
+SWIFTC=${SWIFTC:-$toolchain/swiftc}
 out="$root/.build-fuzz"
 mkdir -p "$out"
 
@@ -47,6 +49,11 @@ build() {
     swift_payload)
       "$SWIFTC" -sanitize=fuzzer,address -parse-as-library -O -module-name APNs -use-ld=lld \
         fuzz/swift/PayloadFuzz.swift Sources/APNs/JSONCompactor.swift Sources/APNs/DeviceToken.swift \
+        -o "$out/$name" ;;
+    swift_tokens)
+      "$SWIFTC" -sanitize=fuzzer,address -parse-as-library -O -module-name apns_send -use-ld=lld \
+        fuzz/swift/TokenFuzz.swift \
+        Sources/apns-send/{LineReader,TokenLines,TokenMemory,BloomFilter,TokenFingerprint,ResumedResults,RecordLine,OutputFormat,UsageError}.swift \
         -o "$out/$name" ;;
     *) echo "fuzz.sh: unknown harness $name" >&2; exit 2 ;;
   esac
@@ -75,8 +82,9 @@ for name in "${names[@]}"; do
   build "$name"
   mkdir -p "$out/corpus/$name" "$out/crashes/$name" "fuzz/corpus/$name"
   echo "== $name: ${seconds}s"
-  # -rss_limit_mb: the deep-nesting and huge-frame inputs must not pass by eating memory.
-  if ! "$out/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+  # -rss_limit_mb: the deep-nesting and huge-frame inputs must not pass by eating memory;
+  # -timeout: one input that takes this long is a hang to report (libFuzzer's default is 20 min).
+  if ! "$out/$name" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
        -artifact_prefix="$out/crashes/$name/" "$out/corpus/$name" "fuzz/corpus/$name" \
        >"$out/$name.log" 2>&1; then
     tail -n 40 "$out/$name.log" >&2

@@ -16,6 +16,8 @@ final class BatchDriver {
         /// Attempts the server did not process (GOAWAY, REFUSED_STREAM, lost connection):
         /// safe to repeat, so they have a budget of their own.
         var refusals = 0
+        /// The latest attempt was one of those: the next goes ahead of new requests.
+        var notProcessed = false
         var firstSent: ContinuousClock.Instant?
         /// The provider token generation of the latest attempt.
         var generation = 0
@@ -34,7 +36,7 @@ final class BatchDriver {
     private let inbox: Inbox
     private let window: Int
     private let clock = ContinuousClock()
-    private var rng = SystemRandomNumberGenerator()
+    private var rng = RequestRandom()
 
     private var slots: [Slot]
     private var freeSlots: [Int]
@@ -136,13 +138,16 @@ final class BatchDriver {
             case CAPNS_NOT_PROCESSED:
                 // The server did not act on it: send again at once (a new connection if need be).
                 slots[slot].refusals += 1
+                slots[slot].notProcessed = true
                 retry(slot, after: .zero, now: now, or: c, status: 0)
             case CAPNS_TIMED_OUT:
                 retry(slot, after: backoff(slot), now: now, or: c, status: 0)
             case CAPNS_CONNECT_FAILED:
                 if let unreachable {
                     finish(slot, status: 0, reason: nil, error: unreachable)
-                } else if slots[slot].attempts >= client.configuration.retry.maxAttempts {
+                } else if slots[slot].attempts - slots[slot].refusals >= client.configuration.retry.maxAttempts {
+                    // Attempts a server refused unprocessed (a GOAWAY, a reset) say nothing
+                    // about reaching it: only the others count towards giving up on it.
                     unreachable = c.error ?? "cannot connect to \(client.configuration.environment)"
                     client.configuration.logger.error("\(unreachable!)")
                     finish(slot, status: 0, reason: nil, error: unreachable)
@@ -248,19 +253,17 @@ final class BatchDriver {
             toSubmit.removeAll()
             return
         }
-        let taken = withUnsafeTemporaryAllocation(of: capns_request.self, capacity: toSubmit.count) { reqs in
-            for (k, slot) in toSubmit.enumerated() {
-                let base = arena + slot * BatchDriver.slotStride
-                reqs[k] = capns_request(tag: UInt64(inbox.id) << 32 | UInt64(slot), message: message,
-                                        token: UnsafePointer(base),
-                                        apns_id: UnsafePointer(base + BatchDriver.tokenStride))
-            }
-            return client.connection.submit(UnsafeBufferPointer(reqs))
-        }
+        // What a server did not process goes ahead: behind new requests it would meet
+        // the next connection's GOAWAY limit again, and again.
+        let resends = toSubmit.filter { slots[$0].notProcessed }
+        if !resends.isEmpty { toSubmit = resends + toSubmit.filter { !slots[$0].notProcessed } }
+        var taken = submit(toSubmit[..<resends.count], resend: true)
+        if taken == resends.count { taken += submit(toSubmit[resends.count...], resend: false) }
         let now = clock.now
         for slot in toSubmit.prefix(taken) {
             slots[slot].attempts += 1
             slots[slot].generation = current.generation
+            slots[slot].notProcessed = false
             if slots[slot].firstSent == nil { slots[slot].firstSent = now }
         }
         inFlight += taken
@@ -268,6 +271,20 @@ final class BatchDriver {
         toSubmit.removeFirst(taken)
         // Other batches hold the room: the router wakes us when some frees up.
         if !toSubmit.isEmpty { inbox.markStarved() }
+    }
+
+    /// Hands these slots' requests to the transport; returns how many it took.
+    private func submit(_ run: ArraySlice<Int>, resend: Bool) -> Int {
+        guard !run.isEmpty else { return 0 }
+        return withUnsafeTemporaryAllocation(of: capns_request.self, capacity: run.count) { reqs in
+            for (k, slot) in run.enumerated() {
+                let base = arena + slot * BatchDriver.slotStride
+                reqs[k] = capns_request(tag: UInt64(inbox.id) << 32 | UInt64(slot), message: message,
+                                        token: UnsafePointer(base),
+                                        apns_id: UnsafePointer(base + BatchDriver.tokenStride))
+            }
+            return client.connection.submit(UnsafeBufferPointer(reqs), resend: resend)
+        }
     }
 
     /// Token and a fresh random (version 4) apns-id, as C strings in the slot's arena.

@@ -43,11 +43,13 @@ final class Connection: Sendable {
 
     deinit { destroy() }
 
-    /// Hands requests to the sender thread; returns how many it took.
-    func submit(_ requests: UnsafeBufferPointer<capns_request>) -> Int {
+    /// Hands requests to the sender thread; returns how many it took. `resend`: they
+    /// were sent before and not processed, and go ahead of requests not sent yet.
+    func submit(_ requests: UnsafeBufferPointer<capns_request>, resend: Bool = false) -> Int {
         guard let base = requests.baseAddress, !requests.isEmpty else { return 0 }
         router.willSubmit(requests.count)
-        let taken = capns_sender_submit(sender, base, requests.count)
+        let taken = resend ? capns_sender_resubmit(sender, base, requests.count)
+                           : capns_sender_submit(sender, base, requests.count)
         if taken < requests.count { router.willSubmit(taken - requests.count) }
         return taken
     }

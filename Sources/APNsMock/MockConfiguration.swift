@@ -45,7 +45,12 @@ public struct MockConfiguration: Sendable {
     public var tokenUpdateInterval: Duration = .seconds(20 * 60)
     /// Accept, handshake, read requests, never answer.
     public var stall = false
-    /// Keep every request (method, path, headers, body) for `MockServer.recordedRequests()`.
+    /// The first valid provider token the mock sees runs out after this many requests
+    /// used it (0: it is expired from the start): every later use is answered 403
+    /// ExpiredProviderToken, as when a token's hour ends mid-batch. Nil: off.
+    public var expireFirstProviderTokenAfter: Int?
+    /// Keep every request (method, path, headers, body, arrival, decided answer) for
+    /// `MockServer.recordedRequests()`.
     public var recordRequests = false
     /// At most this many requests are kept when recording.
     public var recordCap = 100_000

@@ -85,6 +85,17 @@ public final class MockServer: Sendable {
         }
     }
 
+    /// Connections the mock reset (`resetAfter`), while recording: answers it decided
+    /// on them may never have reached the client.
+    public func resetConnections() -> Set<UInt64> {
+        handle.withLock { h in
+            guard let h else { return [] }
+            var ids = [UInt64](repeating: 0, count: capns_mock_reset_connections(h, nil, 0))
+            let n = capns_mock_reset_connections(h, &ids, ids.count)
+            return Set(ids.prefix(n))
+        }
+    }
+
     /// How many requests arrived for this token, whatever their answer.
     public func attempts(for token: String) -> Int {
         handle.withLock { h in h.map { Int(capns_mock_attempts($0, token)) } ?? 0 }
@@ -141,6 +152,8 @@ public final class MockServer: Sendable {
         cfg.token_update_interval_s = c.tokenUpdateInterval <= .zero
             ? -1 : max(1, microseconds(c.tokenUpdateInterval) / 1_000_000)
         cfg.stall = c.stall ? 1 : 0
+        cfg.expire_first_token = c.expireFirstProviderTokenAfter == nil ? 0 : 1
+        cfg.expire_first_token_after = UInt64(clamping: c.expireFirstProviderTokenAfter ?? 0)
         cfg.record_cap = c.recordRequests ? max(0, c.recordCap) : 0
         cfg.seed = c.seed
         cfg.threads = Int32(clamping: c.threads)

@@ -22,6 +22,15 @@ public struct MockStatistics: Sendable, Equatable {
     public var resetsDone: UInt64
     /// SETTINGS frames after the initial one (raise, drop, restore).
     public var settingsSent: UInt64
+    /// Streams refused for going above a lowered limit the client had not yet
+    /// acknowledged (a legal race: the client sends them again).
+    public var streamsRefused: UInt64
+    /// Streams opened above a limit the client had acknowledged: a client bug, and a
+    /// connection error.
+    public var streamsOverLimit: UInt64
+    /// Most concurrent streams on one connection once a `settingsDrop` was restored
+    /// and acknowledged: whether the client ramps up again.
+    public var maxConcurrentStreamsRestored: UInt64
 
     init(_ s: capns_mock_stats) {
         connectionsAccepted = s.connections_accepted
@@ -37,6 +46,9 @@ public struct MockStatistics: Sendable, Equatable {
         goawaysSent = s.goaways_sent
         resetsDone = s.resets_done
         settingsSent = s.settings_sent
+        streamsRefused = s.streams_refused
+        streamsOverLimit = s.streams_over_limit
+        maxConcurrentStreamsRestored = s.max_streams_restored
         var statuses: [Int: UInt64] = [:]
         withUnsafeBytes(of: s.status) { raw in
             for (code, count) in raw.bindMemory(to: UInt64.self).enumerated() where count > 0 {

@@ -11,6 +11,14 @@ public struct RecordedRequest: Sendable {
     public let headers: [(String, String)]
     /// The body, up to 5121 bytes (one past the largest payload APNs takes).
     public let body: [UInt8]
+    /// When the request was complete, on the mock's monotonic clock (CLOCK_MONOTONIC):
+    /// only differences between records mean anything.
+    public let received: Duration
+    /// The answer the mock decided on; 0 when it gives none (stall). A reset connection
+    /// (`MockServer.resetConnections()`) may have lost it on the way.
+    public let status: Int
+    /// Its APNs reason, nil for none.
+    public let reason: String?
 
     /// The first value of a header, by lower-case name.
     public func header(_ name: String) -> String? {
@@ -31,5 +39,9 @@ public struct RecordedRequest: Sendable {
             (String(cString: r.headers[i].name), String(cString: r.headers[i].value))
         }
         body = r.body_len > 0 ? Array(UnsafeBufferPointer(start: r.body, count: r.body_len)) : []
+        received = .nanoseconds(r.received_ns)
+        status = Int(r.status)
+        let why = r.reason.map { String(cString: $0) } ?? ""
+        reason = why.isEmpty ? nil : why
     }
 }

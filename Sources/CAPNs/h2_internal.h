@@ -91,7 +91,8 @@ typedef struct h2_conn {
     struct addrinfo *addrs, *addr;   /* resolved list, the one being tried */
     h2_link streams;
     size_t in_flight;           /* submitted to nghttp2 and not closed yet, done ones included */
-    bool draining;              /* GOAWAY or stream ids used up: no new streams here */
+    bool draining;              /* GOAWAY, stream ids used up, or retired after an answer
+                                   (TooManyProviderTokenUpdates, Shutdown): no new streams here */
     bool lost;                  /* died by an error or the peer, not by our choice */
     bool answered;              /* at least one response came back */
     int64_t connect_deadline_ns;

@@ -199,14 +199,28 @@ static int on_frame(nghttp2_session *session, const nghttp2_frame *frame, void *
     return 0;
 }
 
+/* Answers that say this connection will not serve the retry: TooManyProviderTokenUpdates
+ * (it keeps its old provider token, and every request with the new one would get the
+ * same answer; a fresh connection takes the new one as its first) and Shutdown. No new
+ * streams go here; it closes once the ones in flight are answered. */
+static void retire_if_told(h2_conn *c, const char *reason)
+{
+    if (c->draining || (strcmp(reason, "TooManyProviderTokenUpdates") != 0 && strcmp(reason, "Shutdown") != 0))
+        return;
+    c->draining = true;
+    snprintf(c->error, sizeof c->error, "closed after %s", reason);
+}
+
 static void answer(h2_conn *c, h2_stream *st)
 {
     capns_completion *r = h2_stream_complete(c->t, st, CAPNS_ANSWERED);
     r->status = st->status;
     memcpy(r->apns_id, st->apns_id, sizeof r->apns_id);
     memcpy(r->unique_id, st->unique_id, sizeof r->unique_id);
-    if (st->body_len)
+    if (st->body_len) {
         capns__parse_error_body(st->body, st->body_len, r);
+        retire_if_told(c, r->reason);
+    }
     c->answered = true;
 }
 

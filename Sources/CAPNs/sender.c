@@ -77,24 +77,33 @@ void capns_message_release(capns_message *m)
 
 /* ---------------------------------------------------------------- queue */
 
-size_t capns_sender_submit(capns_sender *s, const capns_request *reqs, size_t n)
+static void enqueue(capns_queued *q, const capns_request *r, int64_t now, bool resend)
 {
-    size_t cap = (size_t)s->cfg.max_outstanding, taken = 0;
+    q->tag = r->tag;
+    q->message = r->message;
+    capns_message_retain(r->message);
+    q->submitted_ns = now;
+    snprintf(q->token, sizeof q->token, "%s", r->token);
+    snprintf(q->apns_id, sizeof q->apns_id, "%s", r->apns_id);
+    q->resend = resend;
+}
+
+/* Resends go in at the head, the last first, so that they leave in their order. */
+static size_t submit(capns_sender *s, const capns_request *reqs, size_t n, bool resend)
+{
+    size_t cap = (size_t)s->cfg.max_outstanding;
     int64_t now = capns__now_ns();
 
     pthread_mutex_lock(&s->lock);
-    size_t room = cap - atomic_load(&s->outstanding);
-    if (capns__stopping(s))
-        room = 0;
-    for (; taken < n && taken < room; taken++) {
-        const capns_request *r = &reqs[taken];
-        capns_queued *q = &s->queue[(s->qhead + s->qlen) % cap];
-        q->tag = r->tag;
-        q->message = r->message;
-        capns_message_retain(r->message);
-        q->submitted_ns = now;
-        snprintf(q->token, sizeof q->token, "%s", r->token);
-        snprintf(q->apns_id, sizeof q->apns_id, "%s", r->apns_id);
+    size_t room = capns__stopping(s) ? 0 : cap - atomic_load(&s->outstanding);
+    size_t taken = n < room ? n : room;
+    for (size_t i = 0; i < taken; i++) {
+        if (resend) {
+            s->qhead = (s->qhead + cap - 1) % cap;
+            enqueue(&s->queue[s->qhead], &reqs[taken - 1 - i], now, true);
+        } else {
+            enqueue(&s->queue[(s->qhead + s->qlen) % cap], &reqs[i], now, false);
+        }
         s->qlen++;
     }
     atomic_fetch_add(&s->outstanding, taken);
@@ -103,6 +112,16 @@ size_t capns_sender_submit(capns_sender *s, const capns_request *reqs, size_t n)
     if (taken)
         s->ops->wake(s->impl);
     return taken;
+}
+
+size_t capns_sender_submit(capns_sender *s, const capns_request *reqs, size_t n)
+{
+    return submit(s, reqs, n, false);
+}
+
+size_t capns_sender_resubmit(capns_sender *s, const capns_request *reqs, size_t n)
+{
+    return submit(s, reqs, n, true);
 }
 
 size_t capns__take(capns_sender *s, capns_queued *out, size_t max)

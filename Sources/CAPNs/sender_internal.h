@@ -37,6 +37,7 @@ typedef struct {
     int64_t submitted_ns;       /* monotonic, for latency and deadlines */
     char token[CAPNS_TOKEN_MAX + 1];
     char apns_id[CAPNS_UUID_LEN + 1];
+    bool resend;                /* capns_sender_resubmit: ahead of requests not sent yet */
 } capns_queued;
 
 typedef struct {

@@ -487,6 +487,20 @@ static void complete_answered(curl_transport *t, xfer *x, capns_queued *q)
 }
 
 /*
+ * libcurl 7.88 can fail a transfer whose answer it already holds: after a GOAWAY
+ * the server closes the connection once every stream is answered, and a write of
+ * curl's that follows (an RST_STREAM for a finished stream) ends the transfer with
+ * "Send failure". The server processed it: a status (with the reason, for an
+ * error) is the answer, and sending it again would deliver it twice.
+ */
+static bool has_answer(xfer *x)
+{
+    long status = 0;
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+    return !x->no_h2 && (status == 200 || (status > 200 && x->body_len > 0));
+}
+
+/*
  * Maps a finished transfer to its outcome. A stream that failed after its
  * connection was up (RST_STREAM, GOAWAY above its id that curl did not retry
  * itself, the connection dying under it) is NOT_PROCESSED: the Swift layer
@@ -505,7 +519,7 @@ static void finish(curl_transport *t, xfer *x, CURLcode rc)
         capns__now_ns() - q.submitted_ns >= (int64_t)(timeout - 2) * 1000000;
 
     t->warm = rc == CURLE_OK;
-    if (rc == CURLE_OK)
+    if (rc == CURLE_OK || has_answer(x))
         complete_answered(t, x, &q);
     else if (x->no_h2)
         capns__fail(s, &q, CAPNS_CONNECT_FAILED,

@@ -106,10 +106,12 @@ static void abandon(h2_transport *t, h2_stream *st, capns_outcome outcome, const
     st->req.message = m;
 }
 
-/* Only as many as there are free slots: the slots bound what we hold. */
+/* Only as many as there are free slots: the slots bound what we hold. Resends
+ * go ahead of the pending requests not sent yet, in their order. */
 static void take_requests(h2_transport *t)
 {
     capns_queued batch[TAKE_BATCH];
+    h2_link *ahead = &t->pending;   /* the last resend placed */
     while (t->nfree) {
         size_t want = t->nfree < TAKE_BATCH ? t->nfree : TAKE_BATCH;
         size_t n = capns__take(t->s, batch, want);
@@ -118,7 +120,12 @@ static void take_requests(h2_transport *t)
             st->req = batch[i];
             st->conn = NULL;
             st->done = false;
-            h2_link_push(&t->pending, &st->link);
+            if (st->req.resend) {
+                h2_link_push(ahead->next, &st->link);
+                ahead = &st->link;
+            } else {
+                h2_link_push(&t->pending, &st->link);
+            }
             h2_link_push(&t->age, &st->age);
         }
         if (n < want)
@@ -331,6 +338,17 @@ static void distribute(h2_transport *t)
     }
 }
 
+/* A write failed: the server has closed. Answers it sent before closing (all of
+ * them, after its GOAWAY) may still wait in the socket; reading them first keeps
+ * them from being counted lost and sent twice. The write's error stays the reason. */
+static void salvage_answers(h2_conn *c)
+{
+    char why[sizeof c->error];
+    memcpy(why, c->error, sizeof why);
+    h2_session_read(c);
+    memcpy(c->error, why, sizeof why);
+}
+
 static void pump(h2_transport *t)
 {
     refresh_authorization(t);
@@ -339,9 +357,11 @@ static void pump(h2_transport *t)
         if (c->state != H2_READY)
             continue;
         if (h2_session_write(c) < 0) {
+            salvage_answers(c);
             conn_dead(c, true);
         } else if (c->draining && c->in_flight == 0 && c->woff == c->wlen) {
-            snprintf(c->error, sizeof c->error, "closed after GOAWAY");
+            if (!c->error[0])
+                snprintf(c->error, sizeof c->error, "closed after GOAWAY");
             conn_dead(c, false);
         } else if (!nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session)) {
             snprintf(c->error, sizeof c->error, "HTTP/2 session ended");
@@ -385,7 +405,10 @@ static void expire_connections(h2_transport *t)
             snprintf(c->error, sizeof c->error, "connect timed out after %d ms", cfg->connect_timeout_ms);
             conn_dead(c, false);
         } else if (c->state == H2_READY && cfg->ping_interval_ms > 0) {
-            if (c->ping_sent_ns && t->now_ns >= c->ping_sent_ns + ping_ack_ns(t)) {
+            /* Anything read since the PING shows the server alive: a busy one (answers
+             * queued before the ACK) is not a dead one. */
+            if (c->ping_sent_ns && t->now_ns >= c->ping_sent_ns + ping_ack_ns(t) &&
+                c->last_read_ns <= c->ping_sent_ns) {
                 snprintf(c->error, sizeof c->error, "PING not acknowledged within %lld ms",
                          (long long)(ping_ack_ns(t) / MS));
                 conn_dead(c, true);

@@ -23,6 +23,9 @@
 #include <unistd.h>
 
 #define OUT_FLUSH_AT (1 << 16)      /* hand the batch to TLS once this much is queued */
+#define LINGER_NS (1000LL * 1000000)    /* how long a closing connection waits for the client's FIN */
+
+static void close_gracefully(mock_conn *c);
 
 static void set_events(mock_conn *c, bool want_out)
 {
@@ -56,6 +59,8 @@ void mock__conn_close(mock_conn *c, bool reset)
         struct linger lg = {1, 0};
         setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
         MOCK_ADD(m, resets_done, 1);
+        if (m->cfg.record_cap)
+            mock__records_reset(&m->records, c->id);
     }
     epoll_ctl(c->loop->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
@@ -74,8 +79,9 @@ void mock__conn_close(mock_conn *c, bool reset)
         c->loop->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    if (c->state != C_LINGER)   /* a lingering one no longer counts */
+        atomic_fetch_sub_explicit(&m->counters.connections_current, 1, memory_order_relaxed);
     c->state = C_CLOSED;
-    atomic_fetch_sub_explicit(&m->counters.connections_current, 1, memory_order_relaxed);
     if (c->refs == 0)
         conn_free(c);
 }
@@ -143,6 +149,7 @@ static bool start_session(mock_conn *c)
     };
     c->advertised = m->cfg.initial_streams;
     nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 3);
+    c->settings_out = 1;
     /* A thousand streams of payload in flight outgrow the 64 KiB default. */
     nghttp2_session_set_local_window_size(c->h2, NGHTTP2_FLAG_NONE, 0, 1 << 24);
     c->state = C_OPEN;
@@ -273,13 +280,54 @@ void mock__conn_flush(mock_conn *c)
     if (c->reset_pending)
         mock__conn_close(c, true);
     else if (!nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2))
-        mock__conn_close(c, false);     /* after our GOAWAY, every stream answered */
+        close_gracefully(c);            /* after a GOAWAY, every stream answered */
+}
+
+/* ------------------------------------------------------------ closing */
+
+/* Every stream answered after our GOAWAY: close as a server should. A plain
+ * close() with the client's late requests still unread sends RST, and a client
+ * that meets the reset while writing can lose answers already on their way (and
+ * send them again). So: close_notify and FIN now, then drop whatever still
+ * comes until the client closes too, or LINGER_NS passes. */
+static void close_gracefully(mock_conn *c)
+{
+    mock_timer t = {c->loop->now_ns + LINGER_NS, c, 0, T_LINGER};
+    if (mock__timer_push(&c->loop->timers, t) != 0) {
+        mock__conn_close(c, false);
+        return;
+    }
+    c->refs++;
+    ERR_clear_error();
+    SSL_shutdown(c->ssl);       /* best effort: a full socket buffer just skips it */
+    shutdown(c->fd, SHUT_WR);
+    c->state = C_LINGER;
+    set_events(c, false);
+    atomic_fetch_sub_explicit(&c->loop->mock->counters.connections_current, 1, memory_order_relaxed);
+}
+
+static void drop_input(mock_conn *c)
+{
+    uint8_t *buf = c->loop->rbuf;
+    for (;;) {
+        ssize_t n = recv(c->fd, buf, sizeof c->loop->rbuf, 0);
+        if (n > 0)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return;
+        mock__conn_close(c, false);     /* the client's FIN, or its reset */
+        return;
+    }
 }
 
 /* ---------------------------------------------------------------- I/O */
 
 void mock__conn_io(mock_conn *c, uint32_t events)
 {
+    if (c->state == C_LINGER) {
+        drop_input(c);
+        return;
+    }
     if (c->state == C_HANDSHAKE && !handshake(c))
         return;
     if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !read_some(c)) {
@@ -302,6 +350,7 @@ void mock__conn_apply_limit(mock_conn *c)
     nghttp2_settings_entry iv = {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limit};
     if (nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, &iv, 1) == 0) {
         c->advertised = limit;
+        c->settings_out++;
         MOCK_ADD(m, settings_sent, 1);
     }
 }

@@ -150,6 +150,17 @@ static int check_topic(capns_mock *m, const char *topic, size_t len, const char 
     return known_app ? R_DEVICE_TOKEN_NOT_FOR_TOPIC : R_TOPIC_DISALLOWED;
 }
 
+/* The expire_first_token fault: true once the first valid token is used up.
+ * `use` counts this request as a use of it. */
+static bool first_token_spent(capns_mock *m, bool use)
+{
+    if (!m->cfg.expire_first_token)
+        return false;
+    uint64_t uses = use ? atomic_fetch_add_explicit(&m->first_token_uses, 1, memory_order_relaxed)
+                        : atomic_load_explicit(&m->first_token_uses, memory_order_relaxed);
+    return uses >= m->cfg.expire_first_token_after;
+}
+
 /* The provider token: the connection's own when unchanged (one memcmp on the
  * hot path), else a cached or fresh verification and the per-connection rules. */
 static mock_answer check_auth(mock_conn *c, mock_stream *s)
@@ -168,7 +179,7 @@ static mock_answer check_auth(mock_conn *c, mock_stream *s)
         mock__jwt_check(m, jwt, len, &r);
         if (r.reason != R_NONE || r.iat > now_s + PROVIDER_TOKEN_SKEW_S)
             return (mock_answer){403, R_INVALID_PROVIDER_TOKEN, -1};
-        if (now_s - r.iat > PROVIDER_TOKEN_MAX_AGE_S)
+        if (now_s - r.iat > PROVIDER_TOKEN_MAX_AGE_S || (r.first && first_token_spent(m, false)))
             return (mock_answer){403, R_EXPIRED_PROVIDER_TOKEN, -1};
         if (c->team >= 0 && r.team != c->team)
             return (mock_answer){403, R_INVALID_PROVIDER_TOKEN, -1};
@@ -184,9 +195,10 @@ static mock_answer check_auth(mock_conn *c, mock_stream *s)
         c->jwt_len = len;
         c->team = r.team;
         c->jwt_iat = r.iat;
+        c->jwt_first = r.first;
         c->jwt_since_ns = c->loop->now_ns;
     }
-    if (now_s - c->jwt_iat > PROVIDER_TOKEN_MAX_AGE_S)
+    if (now_s - c->jwt_iat > PROVIDER_TOKEN_MAX_AGE_S || (c->jwt_first && first_token_spent(m, true)))
         return (mock_answer){403, R_EXPIRED_PROVIDER_TOKEN, -1};
     return (mock_answer){0, R_NONE, -1};
 }
@@ -396,8 +408,9 @@ static void record_header(mock_stream *s, const uint8_t *name, size_t nlen, cons
     s->rec_n++;
 }
 
-/* One allocation: the record, its header array, then the strings and body. */
-static void record_request(mock_conn *c, mock_stream *s)
+/* One allocation: the record, its header array, then the strings and body.
+ * `a` is the answer decided on, NULL when there is none (stall). */
+static void record_request(mock_conn *c, mock_stream *s, const mock_answer *a)
 {
     size_t body = s->body_len < MOCK_BODY_MAX ? s->body_len : MOCK_BODY_MAX;
     size_t path = s->path.len < MOCK_PATH_MAX ? s->path.len : MOCK_PATH_MAX;
@@ -427,6 +440,9 @@ static void record_request(mock_conn *c, mock_stream *s)
     r->n_headers = s->rec_n;
     r->connection_id = c->id;
     r->stream_id = s->id;
+    r->received_ns = mock__now_ns();     /* not the loop's cached time: backoff spacing is measured with it */
+    r->status = !a ? 0 : a->status ? a->status : 200;
+    r->reason = capns_mock_reason_name(a ? a->reason : R_NONE);
     mock__records_add(&c->loop->mock->records, r);
 }
 
@@ -450,7 +466,16 @@ static void count_request(mock_conn *c, int32_t id)
     } else if (c->restore_at && c->begun == c->restore_at) {
         c->dropped = false;
         mock__conn_apply_limit(c);
+        c->restore_seq = c->settings_out;
     }
+}
+
+static void raise_to(atomic_uint_fast64_t *max, uint64_t value)
+{
+    uint64_t seen = atomic_load_explicit(max, memory_order_relaxed);
+    while (seen < value &&
+           !atomic_compare_exchange_weak_explicit(max, &seen, value, memory_order_relaxed, memory_order_relaxed))
+        ;
 }
 
 static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *f, void *ud)
@@ -467,13 +492,10 @@ static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *f, void *u
     MOCK_ADD(c->loop->mock, streams, 1);
     if (++c->open_streams > c->peak_streams) {
         c->peak_streams = c->open_streams;
-        atomic_uint_fast64_t *max = &c->loop->mock->counters.max_streams_seen;
-        uint64_t seen = atomic_load_explicit(max, memory_order_relaxed);
-        while (seen < c->peak_streams &&
-               !atomic_compare_exchange_weak_explicit(max, &seen, c->peak_streams, memory_order_relaxed,
-                                                      memory_order_relaxed))
-            ;
+        raise_to(&c->loop->mock->counters.max_streams_seen, c->peak_streams);
     }
+    if (c->restore_seq && c->settings_acked >= c->restore_seq)
+        raise_to(&c->loop->mock->counters.max_streams_restored, c->open_streams);
     count_request(c, f->hd.stream_id);
     s->ordinal = c->begun;
     return 0;
@@ -557,12 +579,15 @@ static void request_done(mock_conn *c, mock_stream *s)
         c->reset_pending = true;
         return;
     }
-    if (cfg->record_cap)
-        record_request(c, s);
-    if (cfg->stall)
+    if (cfg->stall) {
+        if (cfg->record_cap)
+            record_request(c, s, NULL);
         return;
+    }
     mock_answer a = decide(c, s);
     s->answer = a;
+    if (cfg->record_cap)
+        record_request(c, s, &a);
     int64_t delay_ns = cfg->latency_us * 1000;
     if (cfg->jitter_us > 0)
         delay_ns += (int64_t)(mock__rng_next(&c->rng) % (uint64_t)(cfg->jitter_us * 1000));
@@ -580,6 +605,8 @@ static void request_done(mock_conn *c, mock_stream *s)
 static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *f, void *ud)
 {
     mock_conn *c = ud;
+    if (f->hd.type == NGHTTP2_SETTINGS && (f->hd.flags & NGHTTP2_FLAG_ACK))
+        c->settings_acked++;
     if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) || !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     mock_stream *s = nghttp2_session_get_stream_user_data(h2, f->hd.stream_id);
@@ -601,8 +628,24 @@ static int on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code,
     return 0;
 }
 
+/* nghttp2 enforces our stream limit before a request reaches on_begin_headers:
+ * above a limit the client has not acknowledged it refuses the stream, above
+ * one it has it ends the connection. Both are counted here. */
+static int on_invalid_frame(nghttp2_session *h2, const nghttp2_frame *f, int error, void *ud)
+{
+    mock_conn *c = ud;
+    if (f->hd.type != NGHTTP2_HEADERS)
+        return 0;
+    if (error == NGHTTP2_ERR_REFUSED_STREAM)
+        MOCK_ADD(c->loop->mock, streams_refused, 1);
+    else if (c->open_streams >= nghttp2_session_get_local_settings(h2, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
+        MOCK_ADD(c->loop->mock, streams_over_limit, 1);
+    return 0;
+}
+
 void mock__judge_callbacks(nghttp2_session_callbacks *cbs)
 {
+    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cbs, on_invalid_frame);
     nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);

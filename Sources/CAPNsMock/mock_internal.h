@@ -84,9 +84,12 @@ typedef struct {
     pthread_mutex_t lock;
     capns_mock_record **items;
     size_t count, cap, limit;
+    uint64_t *reset_ids;        /* connections reset, when recording */
+    size_t n_reset, cap_reset;
 } mock_records;
 
 void mock__records_add(mock_records *r, capns_mock_record *rec);   /* takes it or frees it */
+void mock__records_reset(mock_records *r, uint64_t connection_id);
 void mock__record_free(capns_mock_record *rec);
 
 /* ---------------------------------------------------------- JWT cache */
@@ -104,6 +107,7 @@ typedef struct {
     int reason;                 /* R_NONE when the signature and claims are good */
     int team;                   /* index into teams */
     int64_t iat;
+    bool first;                 /* the first valid token seen (expire_first_token) */
 } mock_jwt_result;
 
 typedef struct capns_mock capns_mock;
@@ -172,7 +176,8 @@ typedef struct mock_stream {
 
 typedef struct mock_loop mock_loop;
 
-typedef enum { C_HANDSHAKE, C_OPEN, C_CLOSED } mock_conn_state;
+/* C_LINGER: closed for output (after GOAWAY, all answered), input read and dropped. */
+typedef enum { C_HANDSHAKE, C_OPEN, C_LINGER, C_CLOSED } mock_conn_state;
 
 typedef struct mock_conn {
     mock_loop *loop;
@@ -191,6 +196,9 @@ typedef struct mock_conn {
     bool dropped;               /* settings drop in force */
     uint64_t restore_at;        /* begun count at which a drop ends, 0 = none */
     uint32_t advertised;        /* the limit last sent */
+    uint64_t settings_out;      /* SETTINGS frames sent, the initial one included */
+    uint64_t settings_acked;    /* ...and acknowledged (ACKs come in order) */
+    uint64_t restore_seq;       /* settings_out of the SETTINGS that restored a drop */
     bool goaway_sent;
     int32_t goaway_last;        /* streams above it are not processed */
     bool reset_pending;
@@ -199,6 +207,7 @@ typedef struct mock_conn {
     char *jwt;                  /* current accepted token, or NULL */
     size_t jwt_len;
     int team;                   /* -1 until the first accepted token */
+    bool jwt_first;             /* the current token is the first valid one (expiry fault) */
     int64_t jwt_iat;
     int64_t jwt_since_ns;       /* when the current token was first used */
     uint64_t peak_streams;
@@ -210,11 +219,12 @@ typedef struct mock_conn {
     uint8_t *out;
     size_t out_len, out_off, out_cap;
     bool want_out;              /* EPOLLOUT armed */
+    bool answers_due;           /* answers submitted by fire_timers, not yet flushed */
 } mock_conn;
 
 /* ------------------------------------------------------------- timers */
 
-enum { T_ANSWER, T_IDLE };
+enum { T_ANSWER, T_IDLE, T_LINGER };
 
 typedef struct {
     int64_t due_ns;
@@ -232,7 +242,8 @@ int mock__timer_push(mock_timer_heap *h, mock_timer t);
 /* The earliest timer due at or before now, removed; false if none. */
 bool mock__timer_pop_due(mock_timer_heap *h, int64_t now_ns, mock_timer *out);
 /* ms until the next timer (rounded up), -1 if none. */
-int mock__timer_wait_ms(const mock_timer_heap *h, int64_t now_ns);
+/* Nanoseconds to the earliest deadline (at most 60 s); -1 when none. */
+int64_t mock__timer_wait_ns(const mock_timer_heap *h, int64_t now_ns);
 
 /* -------------------------------------------------------------- loops */
 
@@ -257,6 +268,7 @@ typedef struct {
     atomic_uint_fast64_t streams, requests, jwt_distinct, jwt_verifications;
     atomic_uint_fast64_t max_streams_seen, bytes_in, bytes_out;
     atomic_uint_fast64_t goaways_sent, resets_done, settings_sent;
+    atomic_uint_fast64_t streams_refused, streams_over_limit, max_streams_restored;
     atomic_uint_fast64_t status[600];
     atomic_uint_fast64_t reasons[R_COUNT];
 } mock_counters;
@@ -277,6 +289,8 @@ struct capns_mock {
     mock_token_table tokens;
     mock_records records;
     mock_jwt_cache jwts;
+    bool first_token_marked;    /* under jwts.lock */
+    atomic_uint_fast64_t first_token_uses;
     mock_counters counters;
     nghttp2_session_callbacks *callbacks;
     nghttp2_option *h2_options;

@@ -57,6 +57,9 @@ void capns_mock_get_stats(capns_mock *m, capns_mock_stats *out)
     out->goaways_sent = LOAD(goaways_sent);
     out->resets_done = LOAD(resets_done);
     out->settings_sent = LOAD(settings_sent);
+    out->streams_refused = LOAD(streams_refused);
+    out->streams_over_limit = LOAD(streams_over_limit);
+    out->max_streams_restored = LOAD(max_streams_restored);
     for (int i = 0; i < 600; i++)
         out->status[i] = LOAD(status[i]);
     for (int i = 0; i < R_COUNT; i++)
@@ -98,6 +101,9 @@ size_t capns_mock_stats_json(capns_mock *m, char *out, size_t outlen)
         (unsigned long long)s.bytes_in, (unsigned long long)s.bytes_out,
         (unsigned long long)s.goaways_sent, (unsigned long long)s.resets_done,
         (unsigned long long)s.settings_sent);
+    put(&o, "\"streams_refused\":%llu,\"streams_over_limit\":%llu,\"max_streams_restored\":%llu,",
+        (unsigned long long)s.streams_refused, (unsigned long long)s.streams_over_limit,
+        (unsigned long long)s.max_streams_restored);
     put(&o, "\"by_status\":{");
     const char *sep = "";
     for (int i = 0; i < 600; i++)

@@ -183,6 +183,32 @@ void mock__records_add(mock_records *r, capns_mock_record *rec)
     mock__record_free(rec);
 }
 
+void mock__records_reset(mock_records *r, uint64_t connection_id)
+{
+    pthread_mutex_lock(&r->lock);
+    if (r->n_reset == r->cap_reset) {
+        size_t cap = r->cap_reset ? r->cap_reset * 2 : 16;
+        uint64_t *ids = realloc(r->reset_ids, cap * sizeof *ids);
+        if (ids) {
+            r->reset_ids = ids;
+            r->cap_reset = cap;
+        }
+    }
+    if (r->n_reset < r->cap_reset)
+        r->reset_ids[r->n_reset++] = connection_id;
+    pthread_mutex_unlock(&r->lock);
+}
+
+size_t capns_mock_reset_connections(capns_mock *m, uint64_t *ids, size_t max)
+{
+    pthread_mutex_lock(&m->records.lock);
+    size_t n = m->records.n_reset;
+    for (size_t i = 0; i < n && i < max; i++)
+        ids[i] = m->records.reset_ids[i];
+    pthread_mutex_unlock(&m->records.lock);
+    return n;
+}
+
 size_t capns_mock_record_count(capns_mock *m)
 {
     pthread_mutex_lock(&m->records.lock);

@@ -56,13 +56,12 @@ bool mock__timer_pop_due(mock_timer_heap *h, int64_t now_ns, mock_timer *out)
     return true;
 }
 
-int mock__timer_wait_ms(const mock_timer_heap *h, int64_t now_ns)
+int64_t mock__timer_wait_ns(const mock_timer_heap *h, int64_t now_ns)
 {
     if (h->count == 0)
         return -1;
     int64_t wait = h->items[0].due_ns - now_ns;
     if (wait <= 0)
         return 0;
-    int64_t ms = (wait + 999999) / 1000000;
-    return ms > 60000 ? 60000 : (int)ms;
+    return wait > 60000000000LL ? 60000000000LL : wait;
 }

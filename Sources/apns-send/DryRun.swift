@@ -22,13 +22,14 @@ struct DryRun {
         let signatures = client.statistics.jwtSignatures
         await client.shutdown()
         let writeError = writer.finish()
-        describe(valid: valid, malformed: malformed, duplicates: tokens.duplicates, signatures: signatures)
-        if let failure = tokens.reader.failure { Stderr.line("\(settings.tokensPath): read error: \(failure)") }
+        describe(valid: valid, malformed: malformed, duplicates: tokens.duplicates, settled: tokens.settled,
+                 signatures: signatures)
+        if let failure = tokens.failure { Stderr.line("\(settings.tokensPath): read error: \(failure)") }
         if let writeError { Stderr.line("\(writer.name): write error: \(writeError)") }
         return 0
     }
 
-    private func describe(valid: Int, malformed: Int, duplicates: Int, signatures: Int) {
+    private func describe(valid: Int, malformed: Int, duplicates: Int, settled: Int, signatures: Int) {
         let n = settings.notification, c = settings.configuration
         var headers = ["apns-topic: \(n.topic)", "apns-push-type: \(n.pushType.rawValue)"]
         if let p = n.priority { headers.append("apns-priority: \(p.rawValue)") }
@@ -46,7 +47,7 @@ struct DryRun {
               headers   \(headers.joined(separator: ", "))
               auth      ES256 provider token signed (kid \(c.credentials.keyID), iss \(c.credentials.teamID); \(signatures) signature\(signatures == 1 ? "" : "s"))
               payload   \(n.payload.count) bytes: \(payload)
-              tokens    \(valid) would be sent, \(malformed) malformed (records written to \(settings.outputPath ?? "stdout")), \(duplicates) duplicate line\(duplicates == 1 ? "" : "s") skipped
+              tokens    \(valid) would be sent, \(malformed) malformed (records written to \(settings.outputPath ?? "stdout")), \(duplicates) duplicate line\(duplicates == 1 ? "" : "s") skipped\(settled > 0 ? ", \(settled) already settled in \(settings.outputPath ?? "") skipped" : "")
 
             """)
     }

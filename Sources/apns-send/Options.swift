@@ -11,8 +11,9 @@ struct Options: ParsableCommand {
             apns-send --topic TOPIC [--key AuthKey_XXXX.p8 --key-id ID --team-id ID | --config FILE]
                       [--env sandbox|production] [--endpoint https://HOST:PORT] [--cacert CA.pem]
                       [--push-type alert|background|voip|...] [--priority 10|5|1] [--expiration UNIX]
-                      [--collapse-id ID] [--output results.jsonl] [--format jsonl|csv] [--concurrency N]
-                      [--connections N] [--transport curl|nghttp2] [--timeout SECONDS] [--retries N]
+                      [--collapse-id ID] [--output results.jsonl | --resume results.jsonl] [--format jsonl|csv]
+                      [--concurrency N] [--connections N] [--transport nghttp2|curl] [--timeout SECONDS]
+                      [--retries N]
                       [--dry-run] PAYLOAD.json TOKENS.txt
             """,
         discussion: """
@@ -34,6 +35,13 @@ struct Options: ParsableCommand {
             status is 0 and there is an error text. Progress (when stderr is a terminal) and a \
             summary go to stderr. SIGINT/SIGTERM stop reading tokens, wait for the requests in \
             flight, write every record and exit 1.
+
+            Resuming: --resume FILE reads the records earlier runs wrote to FILE, skips every \
+            token they settled (delivered; or refused for the token itself: 400 BadDeviceToken, \
+            400 DeviceTokenNotForTopic, 410, a malformed line) and appends the records of the \
+            rest to FILE. A missing FILE is started; a last line cut short by a killed run is \
+            dropped and its token sent again. The exit status is about the tokens this run \
+            sent (0 when none were left).
 
             Exit status: 0 every token delivered; 1 some not delivered (malformed tokens, APNs \
             refusals, unreachable endpoint, interrupted); 2 nothing sent because of a usage, \
@@ -83,7 +91,11 @@ struct Options: ParsableCommand {
     @Option(help: ArgumentHelp("Write records here instead of stdout.", valueName: "results.jsonl"))
     var output: String?
 
-    @Option(help: "jsonl or csv (default jsonl).")
+    @Option(help: ArgumentHelp("Skip the tokens FILE's records settled; append the rest's records to FILE.",
+                               valueName: "results.jsonl"))
+    var resume: String?
+
+    @Option(help: "jsonl or csv (default jsonl; with --resume, the file's).")
     var format: String?
 
     @Option(help: "Requests in flight at once (default 1000; the server's stream limit also applies).")
@@ -92,7 +104,7 @@ struct Options: ParsableCommand {
     @Option(help: "HTTP/2 connections (default 1, as Apple recommends).")
     var connections: Int?
 
-    @Option(help: "curl or nghttp2 (default curl).")
+    @Option(help: "nghttp2 (the default: nghttp2 over OpenSSL) or curl (libcurl's multi interface).")
     var transport: String?
 
     @Option(help: ArgumentHelp("Deadline of one attempt, in seconds (default 30).", valueName: "seconds"))

@@ -1,13 +1,5 @@
 import APNs
 
-/// How a result file is written.
-enum OutputFormat: String, CaseIterable {
-    /// One JSON object per line.
-    case jsonl
-    /// RFC 4180: a header line, then one row per token, CRLF line ends.
-    case csv
-}
-
 /// One token's record, as written: `{"token","status","apns_id","reason","timestamp","attempts"}`,
 /// always those six keys in that order. `apns_id` is null when the token was never
 /// sent, `reason` null when there is none, `timestamp` (ms) set on 410 only.
@@ -17,36 +9,36 @@ enum OutputFormat: String, CaseIterable {
 /// malformed token): the place a user looks when a record has no status. CSV keeps
 /// the six columns exactly; the same error text reaches stderr in the summary.
 enum Record {
-    static let columns = ["token", "status", "apns_id", "reason", "timestamp", "attempts"]
-
-    static func csvHeader() -> [UInt8] {
-        Array((columns.joined(separator: ",") + "\r\n").utf8)
-    }
-
-    static func json(_ r: DeliveryResult) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(256)
+    /// Appends the record to `out`: the writer's buffer, so a record costs no allocation of its own.
+    static func json(_ r: DeliveryResult, to out: inout [UInt8]) {
         append(&out, "{\"token\":")
         jsonString(r.token, to: &out)
-        append(&out, ",\"status\":\(r.status),\"apns_id\":")
+        append(&out, ",\"status\":")
+        decimal(Int64(r.status), to: &out)
+        append(&out, ",\"apns_id\":")
         jsonOptional(r.apnsID, to: &out)
         append(&out, ",\"reason\":")
         jsonOptional(r.reason?.rawValue, to: &out)
         append(&out, ",\"timestamp\":")
-        append(&out, timestamp(r).map { String($0) } ?? "null")
-        append(&out, ",\"attempts\":\(r.attempts)")
+        if let t = timestamp(r) { decimal(t, to: &out) } else { append(&out, "null") }
+        append(&out, ",\"attempts\":")
+        decimal(Int64(r.attempts), to: &out)
         if r.status == 0, let error = r.error {
             append(&out, ",\"error\":")
             jsonString(error, to: &out)
         }
         append(&out, "}\n")
-        return out
     }
 
-    static func csv(_ r: DeliveryResult) -> [UInt8] {
+    static func csv(_ r: DeliveryResult, to out: inout [UInt8]) {
         let fields = [r.token, String(r.status), r.apnsID ?? "", r.reason?.rawValue ?? "",
                       timestamp(r).map { String($0) } ?? "", String(r.attempts)]
-        return Array((fields.map(csvField).joined(separator: ",") + "\r\n").utf8)
+        out.append(contentsOf: (fields.map(csvField).joined(separator: ",") + "\r\n").utf8)
+    }
+
+    /// Short decimal strings live inline in the String: no allocation.
+    private static func decimal(_ n: Int64, to out: inout [UInt8]) {
+        append(&out, String(n))
     }
 
     /// The 410 timestamp; APNs sends none with other statuses, and none is reported.
@@ -69,6 +61,17 @@ enum Record {
     }
 
     static func jsonString(_ s: String, to out: inout [UInt8]) {
+        // Tokens and apns-ids need no escape: one scan of the String's own bytes, one copy.
+        let copied: Bool? = s.utf8.withContiguousStorageIfAvailable { bytes in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                return false
+            }
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: bytes)
+            out.append(UInt8(ascii: "\""))
+            return true
+        }
+        if copied == true { return }
         let hex = Array("0123456789abcdef".utf8)
         out.append(UInt8(ascii: "\""))
         for c in s.utf8 {

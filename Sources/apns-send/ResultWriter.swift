@@ -23,11 +23,15 @@ final class ResultWriter: Sendable {
     // Resumed in init, cancelled in finish(); DispatchSource is itself thread-safe.
     nonisolated(unsafe) private let timer: DispatchSourceTimer
 
-    /// Records to `path`, created or truncated, or to stdout when nil.
-    init(path: String?, format: OutputFormat) throws(LineReaderError) {
+    /// Records to `path`, created or truncated (appended to with `append`), or to
+    /// stdout when nil.
+    init(path: String?, format: OutputFormat, append: Bool = false) throws(LineReaderError) {
+        var needsHeader = format == .csv
         if let path {
-            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0o644)
             guard fd >= 0 else { throw LineReaderError(reason: String(cString: strerror(errno))) }
+            var st = stat()
+            if append && fstat(fd, &st) == 0 && st.st_size > 0 { needsHeader = false }
             self.fd = fd
             ownsFD = true
             name = path
@@ -38,16 +42,15 @@ final class ResultWriter: Sendable {
         }
         self.format = format
         timer = DispatchSource.makeTimerSource(queue: .global())
-        if format == .csv { state.withLock { $0.buffer = Record.csvHeader() } }
+        if needsHeader { state.withLock { $0.buffer = OutputFormat.csvHeader() } }
         timer.schedule(deadline: .now() + 1, repeating: 1)
         timer.setEventHandler { [weak self] in self?.flush() }
         timer.resume()
     }
 
     func write(_ result: DeliveryResult) {
-        let bytes = format == .csv ? Record.csv(result) : Record.json(result)
         state.withLock { s in
-            s.buffer.append(contentsOf: bytes)
+            if format == .csv { Record.csv(result, to: &s.buffer) } else { Record.json(result, to: &s.buffer) }
             if s.buffer.count >= ResultWriter.flushAt { drain(&s) }
         }
     }

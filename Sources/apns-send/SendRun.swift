@@ -23,21 +23,21 @@ struct SendRun {
         await client.shutdown()
         let writeError = writer.finish()
         report(outcome, statistics: client.statistics, writeError: writeError, output: writer.name)
-        let ok = outcome.tally.allDelivered && !outcome.interrupted && outcome.readError == nil && writeError == nil
+        // With --resume, the status is about this run's tokens; none left to send is success.
+        let delivered = outcome.tally.allDelivered || (outcome.tally.records == 0 && outcome.settled > 0)
+        let ok = delivered && !outcome.interrupted && outcome.readError == nil && writeError == nil
         return ok ? 0 : 1
     }
 
     /// The last checks that need the files and the transport; nothing is sent yet.
     private func prepare() throws(UsageError) -> (TokenLines, ResultWriter, APNsClient) {
-        let reader: LineReader
-        do { reader = try LineReader(path: settings.tokensPath) } catch { throw UsageError(settings.tokensPath, error.reason) }
-        let tokens = TokenLines(reader: reader)
+        let tokens = try TokenLines(path: settings.tokensPath, resumed: settings.resumed)
         guard tokens.hasTokenLines() else {
-            throw UsageError(settings.tokensPath, reader.failure ?? "no token lines (only blank lines and # comments)")
+            throw UsageError(settings.tokensPath, tokens.failure ?? "no token lines (only blank lines and # comments)")
         }
         let writer: ResultWriter
         do {
-            writer = try ResultWriter(path: settings.outputPath, format: settings.format)
+            writer = try ResultWriter(path: settings.outputPath, format: settings.format, append: settings.resumed != nil)
         } catch {
             throw UsageError(settings.outputPath ?? "stdout", error.reason)
         }
@@ -54,6 +54,8 @@ struct SendRun {
         var interrupted = false
         var notAttempted = 0
         var duplicates = 0
+        /// Token lines skipped because the resumed file settled them.
+        var settled = 0
         var readError: String?
         var elapsed: Duration = .zero
     }
@@ -86,7 +88,8 @@ struct SendRun {
                 outcome.elapsed = ContinuousClock.now - start
                 if Task.isCancelled { outcome.notAttempted = tokens.countRemaining() }
                 outcome.duplicates = tokens.duplicates
-                outcome.readError = tokens.reader.failure
+                outcome.settled = tokens.settled
+                outcome.readError = tokens.failure
                 return outcome
             }
         }
@@ -109,8 +112,13 @@ struct SendRun {
 
     private func report(_ o: Outcome, statistics s: Statistics, writeError: String?, output: String) {
         let t = o.tally
-        let duplicates = o.duplicates == 0 ? "" : "; \(o.duplicates) duplicate line\(o.duplicates == 1 ? "" : "s") skipped"
-        Stderr.line("\(t.records) token\(t.records == 1 ? "" : "s"): \(t.delivered) delivered; \(t.outcomeList)\(duplicates)")
+        var skipped = ""
+        if o.duplicates > 0 { skipped += "; \(o.duplicates) duplicate line\(o.duplicates == 1 ? "" : "s") skipped" }
+        if o.settled > 0, let resumed = settings.resumed {
+            skipped += "; \(o.settled) token\(o.settled == 1 ? "" : "s") already settled in \(resumed.path) skipped"
+        }
+        let list = t.records == 0 ? "nothing left to send" : t.outcomeList
+        Stderr.line("\(t.records) token\(t.records == 1 ? "" : "s"): \(t.delivered) delivered; \(list)\(skipped)")
         let seconds = o.elapsed.seconds
         let rate = seconds > 0 ? Double(t.records) / seconds : 0
         Stderr.line("\(format(rate)) notifications/s over \(format(seconds, digits: seconds < 10 ? 3 : 1)) s; connections opened \(s.connectionsOpened), "
@@ -121,8 +129,17 @@ struct SendRun {
         if let error = o.readError { Stderr.line("\(settings.tokensPath): read error: \(error); later lines not sent") }
         if let error = writeError { Stderr.line("\(output): write error: \(error); records were lost") }
         if o.interrupted {
-            Stderr.line("interrupted: \(o.notAttempted) token line\(o.notAttempted == 1 ? " was" : "s were") not attempted")
+            Stderr.line("interrupted: \(o.notAttempted) token line\(o.notAttempted == 1 ? " was" : "s were") not attempted; \(resumeHint)")
         }
+    }
+
+    /// How to send the rest after an interruption.
+    private var resumeHint: String {
+        if settings.resumed != nil { return "run the same command again to send the rest" }
+        guard let output = settings.outputPath else {
+            return "write records with --output FILE next time, so that --resume FILE can send the rest"
+        }
+        return "run the same command with --resume \(output) (instead of --output) to send the rest"
     }
 
     /// The library's error without its leading "host:port: ", which the line already names.

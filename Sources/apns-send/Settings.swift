@@ -11,7 +11,10 @@ struct Settings {
     let endpointDescription: String
     let tokensPath: String
     let payloadPath: String
+    /// Where records go: `--output`, or the `--resume` file; nil for stdout.
     let outputPath: String?
+    /// `--resume`: the records of earlier runs, appended to.
+    let resumed: ResumedResults?
     let format: OutputFormat
     let dryRun: Bool
 
@@ -29,12 +32,33 @@ struct Settings {
                                                    keyID: setting(o.keyID, "APNS_KEY_ID"),
                                                    teamID: setting(o.teamID, "APNS_TEAM_ID"))
         configuration = try Settings.configuration(o, credentials: credentials, environment: environment)
-        format = try Settings.choice(o.format ?? "jsonl", flag: "--format", OutputFormat.init(rawValue:),
-                                     OutputFormat.allCases.map(\.rawValue))
+        let format = try o.format.map { text throws(UsageError) in
+            try Settings.choice(text, flag: "--format", OutputFormat.init(rawValue:), OutputFormat.allCases.map(\.rawValue))
+        }
         tokensPath = o.tokens
         payloadPath = o.payload
-        outputPath = o.output
+        resumed = try Settings.resumed(o, format: format)
+        outputPath = o.resume ?? o.output
+        self.format = resumed?.format ?? format ?? .jsonl
         dryRun = o.dryRun
+    }
+
+    /// `--resume FILE` reads FILE and appends to it, so `--output` may only name the same file.
+    private static func resumed(_ o: Options, format: OutputFormat?) throws(UsageError) -> ResumedResults? {
+        guard let path = o.resume else { return nil }
+        if let output = o.output, !sameFile(output, path) {
+            throw UsageError("--resume \(path) appends to that file; --output \(output) cannot be another one")
+        }
+        if sameFile(path, o.tokens) || sameFile(path, o.payload) {
+            throw UsageError("--resume \(path) is an input file; records would overwrite it")
+        }
+        return try ResumedResults(path: path, format: format)
+    }
+
+    private static func sameFile(_ a: String, _ b: String) -> Bool {
+        var sa = stat(), sb = stat()
+        guard stat(a, &sa) == 0, stat(b, &sb) == 0 else { return a == b }
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino
     }
 
     static func getenv(_ key: String) -> String? {

@@ -59,27 +59,67 @@ final class ServerProcess: @unchecked Sendable {
 
     deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 
-    /// nghttpd (Debian package nghttp2-server): HTTP/2 over TLS with ALPN h2. `-v` logs
-    /// every frame, which lets a test count the RST_STREAM frames it received.
-    static func nghttpd(docroot: String) throws -> ServerProcess {
-        let pki = TestPKI.shared, port = freePort()
+    /// nghttpd (Debian package nghttp2-server): HTTP/2 over TLS with ALPN h2, answering 404
+    /// to every POST (its docroot is empty), with the given SETTINGS_MAX_CONCURRENT_STREAMS.
+    /// `verbose` (-v) logs every frame, which lets a test read the headers and count the
+    /// RST_STREAM frames it received.
+    static func nghttpd(maxStreams: Int = 100, verbose: Bool = false, key: String = TestPKI.shared.serverKey,
+                        certificate: String = TestPKI.shared.serverCertificate) throws -> ServerProcess {
+        let port = freePort()
+        let docroot = FileManager.default.temporaryDirectory.appendingPathComponent("capns-h2-www")
+        try FileManager.default.createDirectory(at: docroot, withIntermediateDirectories: true)
         return try ServerProcess("/usr/sbin/nghttpd",
-                                 ["-v", "--address=127.0.0.1", "-d", docroot, "\(port)",
-                                  pki.serverKey, pki.serverCertificate], port: port)
+                                 (verbose ? ["-v"] : []) +
+                                 ["--address=127.0.0.1", "--max-concurrent-streams=\(maxStreams)",
+                                  "-d", docroot.path, "\(port)", key, certificate],
+                                 port: port)
     }
 
-    /// openssl s_server -www: TLS with a valid certificate but HTTP/1.x only (no ALPN h2).
-    static func http1Only() throws -> ServerProcess {
+    /// openssl s_server -www: TLS with a valid certificate but HTTP/1.x only; `alpn`, when
+    /// given, is the one protocol it offers (without, it takes no part in ALPN).
+    static func http1Only(alpn: String? = nil) throws -> ServerProcess {
         let pki = TestPKI.shared, port = freePort()
         return try ServerProcess("/usr/bin/openssl",
-                                 ["s_server", "-quiet", "-www", "-accept", "127.0.0.1:\(port)",
-                                  "-cert", pki.serverCertificate, "-key", pki.serverKey], port: port)
+                                 ["s_server", "-quiet", "-www"] + (alpn.map { ["-alpn", $0] } ?? []) +
+                                 ["-accept", "127.0.0.1:\(port)", "-cert", pki.serverCertificate,
+                                  "-key", pki.serverKey], port: port)
     }
+}
+
+/// The header names nghttpd -v logged as received, e.g. "recv (stream_id=3) apns-id: ...".
+func requestHeaderNames(in log: String) -> Set<String> {
+    var names: Set<String> = []
+    for line in log.split(separator: "\n") where line.contains("recv (stream_id=") {
+        guard let close = line.firstIndex(of: ")") else { continue }
+        let rest = line[line.index(after: close)...].drop { $0 == " " }
+        if let colon = rest.dropFirst().firstIndex(of: ":") { names.insert(String(rest[..<colon])) }
+    }
+    return names
+}
+
+/// A server that takes connections and never answers, in one of two ways.
+enum Silence: String, CaseIterable, Sendable {
+    /// TCP completes (the kernel's backlog), TLS never starts: SilentListener.
+    case inHandshake
+    /// TLS completes with ALPN h2, then no HTTP/2 frame ever comes: SilentH2Server.
+    case afterHandshake
+
+    func start() throws -> any SilentServer {
+        switch self {
+        case .inHandshake: SilentListener()
+        case .afterHandshake: try SilentH2Server()
+        }
+    }
+}
+
+protocol SilentServer: Sendable {
+    var port: UInt16 { get }
+    func stop()
 }
 
 /// A TCP listener that never accepts: the kernel completes the handshake, then
 /// nothing ever answers (not even TLS).
-final class SilentListener: @unchecked Sendable {
+final class SilentListener: SilentServer, @unchecked Sendable {
     let port: UInt16
     private let fd: Int32
 
@@ -100,5 +140,41 @@ final class SilentListener: @unchecked Sendable {
         port = UInt16(bigEndian: addr.sin_port)
     }
 
+    /// The socket stays open to deinit: a closed one would refuse, not stay silent.
+    func stop() {}
+
     deinit { close(fd) }
+}
+
+/// openssl s_server offering ALPN h2: it completes the TLS handshake, then reads and
+/// never answers (no SETTINGS either). Its stdin stays open: at end of input it would quit.
+final class SilentH2Server: SilentServer, @unchecked Sendable {
+    let port = freePort()
+    private let process = Process()
+    private let input = Pipe()
+
+    init() throws {
+        let pki = TestPKI.shared
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = ["s_server", "-quiet", "-alpn", "h2", "-accept", "127.0.0.1:\(port)",
+                             "-cert", pki.serverCertificate, "-key", pki.serverKey]
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<200 where !canConnect(port) && process.isRunning {
+            usleep(20_000)
+        }
+    }
+
+    /// SIGKILL: a child spawned from a Dispatch thread may have SIGTERM blocked.
+    func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? input.fileHandleForWriting.close()
+    }
+
+    deinit { stop() }
 }

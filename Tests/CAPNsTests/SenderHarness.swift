@@ -1,13 +1,36 @@
 import CAPNs
 import Foundation
+import Testing
 import TestSupport
 
-/// One completion as the tests look at it.
+/// The two transports behind capns_sender; behaviour both must share is tested once,
+/// with the transport as the test's argument.
+enum Transport: String, CaseIterable, Sendable {
+    case nghttp2, curl
+
+    var c: capns_transport { self == .curl ? CAPNS_TRANSPORT_CURL : CAPNS_TRANSPORT_NGHTTP2 }
+}
+
+/// One completion with everything the tests look at.
 struct Completion: Sendable {
     let tag: UInt64
     let outcome: capns_outcome
     let status: Int32
+    let timestampMs: Int64
+    let apnsID: String
+    let reason: String
     let error: String
+
+    init(_ c: capns_completion) {
+        var c = c
+        tag = c.tag
+        outcome = capns_outcome(UInt32(c.outcome))
+        status = c.status
+        timestampMs = c.timestamp_ms
+        apnsID = cField(&c.apns_id)
+        reason = cField(&c.reason)
+        error = cField(&c.error)
+    }
 }
 
 /// Collects completions from the sender thread; tests await a count of them.
@@ -19,14 +42,11 @@ final class Collector: @unchecked Sendable {
     var completions: [Completion] { lock.withLock { items } }
 
     func add(_ batch: UnsafePointer<capns_completion>, _ count: Int) {
+        // Decoded outside the lock: the sender thread should not wait on a test's reader.
+        let received = (0..<count).map { Completion(batch[$0]) }
         var ready: [CheckedContinuation<Void, Never>] = []
         lock.withLock {
-            for i in 0..<count {
-                var c = batch[i]
-                let error = withUnsafeBytes(of: &c.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                items.append(Completion(tag: c.tag, outcome: capns_outcome(UInt32(c.outcome)),
-                                        status: c.status, error: error))
-            }
+            items += received
             waiters.removeAll { waiter in
                 if items.count >= waiter.0 { ready.append(waiter.1); return true }
                 return false
@@ -59,29 +79,33 @@ private let onComplete: capns_completion_fn = { ctx, batch, count in
     Unmanaged<Collector>.fromOpaque(ctx!).takeUnretainedValue().add(batch!, count)
 }
 
-/// A capns_sender on the curl transport, talking to 127.0.0.1:port.
+/// A capns_sender talking to host:port. Request `tag` goes to token(tag) with apnsID(tag).
 final class TestSender: @unchecked Sendable {
     let collector: Collector
     private let sender: OpaquePointer
     private let message: OpaquePointer
     private var destroyed = false
 
-    init(port: UInt16, caFile: String? = TestPKI.shared.caFile, maxOutstanding: Int32 = 1000,
-         connectTimeoutMs: Int32 = 5000, requestTimeoutMs: Int32 = 20000) throws {
+    init(_ transport: Transport = .nghttp2, host: String = "127.0.0.1", port: UInt16,
+         caFile: String? = TestPKI.shared.caFile, connections: Int32 = 1, maxOutstanding: Int32 = 1000,
+         connectTimeoutMs: Int32 = 5000, requestTimeoutMs: Int32 = 20000, pingIntervalMs: Int32 = 0,
+         topic: String = "com.example.app", providerToken: String = "test.jwt.only",
+         expiration: Int64 = -1, collapseID: String? = nil) throws {
         let collector = Collector()
         self.collector = collector
         var err = [CChar](repeating: 0, count: Int(CAPNS_ERR_MAX))
-        let created: OpaquePointer? = "127.0.0.1".withCString { host in
+        let created: OpaquePointer? = host.withCString { host in
             withOptionalCString(caFile) { ca in
                 var cfg = capns_sender_config()
-                cfg.transport = CAPNS_TRANSPORT_CURL
+                cfg.transport = transport.c
                 cfg.host = host
                 cfg.port = port
                 cfg.ca_file = ca
-                cfg.connections = 1
+                cfg.connections = connections
                 cfg.max_outstanding = maxOutstanding
                 cfg.connect_timeout_ms = connectTimeoutMs
                 cfg.request_timeout_ms = requestTimeoutMs
+                cfg.ping_interval_ms = pingIntervalMs
                 cfg.on_complete = onComplete
                 cfg.ctx = Unmanaged.passUnretained(collector).toOpaque()
                 return capns_sender_create(&cfg, &err, err.count)
@@ -89,39 +113,73 @@ final class TestSender: @unchecked Sendable {
         }
         guard let created else { throw HarnessError(message: text(err)) }
         sender = created
-        capns_sender_set_authorization(sender, "test.jwt.only")
+        capns_sender_set_authorization(sender, providerToken)
+        message = Self.message(topic: topic, expiration: expiration, collapseID: collapseID)
+    }
+
+    /// An alert of 25 bytes, {"aps":{"alert":"hello"}}, priority 10.
+    private static func message(topic: String, expiration: Int64, collapseID: String?) -> OpaquePointer {
         let payload = Array(#"{"aps":{"alert":"hello"}}"#.utf8)
-        message = payload.withUnsafeBufferPointer { bytes in
-            "com.example.app".withCString { topic in
+        return payload.withUnsafeBufferPointer { bytes in
+            topic.withCString { topic in
                 "alert".withCString { pushType in
-                    var spec = capns_message_spec()
-                    spec.topic = topic
-                    spec.push_type = pushType
-                    spec.priority = 10
-                    spec.expiration = -1
-                    spec.payload = bytes.baseAddress
-                    spec.payload_len = bytes.count
-                    return capns_message_create(&spec)!
+                    withOptionalCString(collapseID) { collapseID in
+                        var spec = capns_message_spec()
+                        spec.topic = topic
+                        spec.push_type = pushType
+                        spec.priority = 10
+                        spec.expiration = expiration
+                        spec.collapse_id = collapseID
+                        spec.payload = bytes.baseAddress
+                        spec.payload_len = bytes.count
+                        return capns_message_create(&spec)!
+                    }
                 }
             }
         }
     }
 
-    /// Submits requests tagged 0..<count, retrying while the queue is full (off the pool).
+    static func token(_ tag: Int) -> String { String(format: "%064x", tag) }
+    static func apnsID(_ tag: Int) -> String { String(format: "00000000-0000-4000-8000-%012x", tag) }
+
+    /// Submits tags 0..<count in batches, waiting for room while the queue is full (off the pool).
     func submit(count: Int) async {
         await offPool { [self] in
-            let token = String(repeating: "ab", count: 32)
-            var tag = 0
-            while tag < count {
-                let taken = token.withCString { tok in
-                    "123e4567-e89b-12d3-a456-426614174000".withCString { id in
-                        var r = capns_request(tag: UInt64(tag), message: message, token: tok, apns_id: id)
-                        return capns_sender_submit(sender, &r, 1)
-                    }
-                }
-                if taken == 1 { tag += 1 } else { usleep(1000) }
+            var next = 0
+            while next < count {
+                next += submitBatch(next..<min(count, next + 256))
             }
         }
+    }
+
+    private func submitBatch(_ tags: Range<Int>) -> Int {
+        let batch = tags.map { tag in (tag, strdup(Self.token(tag))!, strdup(Self.apnsID(tag))!) }
+        defer { batch.forEach { free($0.1); free($0.2) } }
+        var requests = batch.map { tag, token, id in
+            capns_request(tag: UInt64(tag), message: message, token: token, apns_id: id)
+        }
+        var done = 0
+        while done < requests.count {
+            done += requests[done...].withUnsafeMutableBufferPointer {
+                capns_sender_submit(sender, $0.baseAddress, $0.count)
+            }
+            if done < requests.count { usleep(500) }
+        }
+        return done
+    }
+
+    /// Sends tags 0..<count, waits for their completions (at most `seconds`), reads the
+    /// statistics, then stops the sender.
+    func run(count: Int, seconds: Double = 60) async -> (completions: [Completion], stats: capns_sender_stats) {
+        await submit(count: count)
+        await collector.wait(for: count, seconds: seconds)
+        let stats = self.stats
+        await destroy()
+        return (collector.completions, stats)
+    }
+
+    func setProviderToken(_ jwt: String) {
+        capns_sender_set_authorization(sender, jwt)
     }
 
     var stats: capns_sender_stats {
@@ -141,6 +199,31 @@ final class TestSender: @unchecked Sendable {
         if !destroyed { capns_sender_destroy(sender) }
         capns_message_release(message)
     }
+}
+
+/// Every tag 0..<count completed, each exactly once.
+func expectEachTagOnce(_ completions: [Completion], _ count: Int,
+                       sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(completions.count == count, sourceLocation: sourceLocation)
+    #expect(Set(completions.map(\.tag)) == Set((0..<count).map(UInt64.init)), sourceLocation: sourceLocation)
+}
+
+/// Runs `expectations` as a known intermittent issue on the curl transport: libcurl
+/// (7.88) against the mock loses a connection every thousand or so streams ("Error in the
+/// HTTP2 framing layer"; BENCHMARKS.md, "libcurl connection churn"), so a batch there may
+/// take more than one connection and end some requests not processed. On nghttp2 they must hold.
+func expectUnlessCurlChurn(_ transport: Transport, _ expectations: () -> Void) {
+    if transport == .curl {
+        withKnownIssue("libcurl against apns-mock drops a connection now and then", isIntermittent: true,
+                       expectations)
+    } else {
+        expectations()
+    }
+}
+
+/// A fixed-size C char array (imported as a tuple) as a String.
+private func cField<T>(_ field: inout T) -> String {
+    withUnsafeBytes(of: &field) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
 }
 
 /// A NUL-terminated C buffer as a String.

@@ -33,8 +33,10 @@ enum CLI {
     }
 
     /// Runs apns-send with the environment stripped of APNS_* (plus `environment`).
-    static func run(_ arguments: [String], environment: [String: String] = [:]) -> ProcessResult {
-        runSync(binary, arguments, environment: cleanEnvironment().merging(environment) { $1 }, timeout: 60)
+    /// Async, off the cooperative pool: a test blocked in waitpid would hold one of
+    /// its few threads (two here) and stall every other test.
+    static func run(_ arguments: [String], environment: [String: String] = [:]) async -> ProcessResult {
+        await TestSupport.run(binary, arguments, environment: cleanEnvironment().merging(environment) { $1 }, timeout: 60)
     }
 
     static func cleanEnvironment() -> [String: String] {

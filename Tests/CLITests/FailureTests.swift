@@ -5,14 +5,14 @@ import TestSupport
 
 /// No answer from the server, and interruptions: every token still gets exactly one record.
 @Suite struct FailureTests {
-    @Test func closedPortGivesStatusZeroForEveryTokenAndOneLineNamingTheEndpoint() throws {
+    @Test func closedPortGivesStatusZeroForEveryTokenAndOneLineNamingTheEndpoint() async throws {
         let closed = ClosedPort()
         defer { withExtendedLifetime(closed) {} }
         let port = closed.port
         let scratch = Scratch()
         let tokens = CLI.tokens(5)
         let endpoint = "https://127.0.0.1:\(port)"
-        let r = CLI.run(["--topic", CLI.pki.topic] + CLI.credentials()
+        let r = await CLI.run(["--topic", CLI.pki.topic] + CLI.credentials()
                         + ["--endpoint", endpoint, "--cacert", CLI.pki.caFile, "--retries", "2", "--timeout", "2",
                            CLI.payload, scratch.file("t.txt", (tokens + ["xyz"]).joined(separator: "\n"))])
         #expect(r.status == 1)
@@ -28,14 +28,14 @@ import TestSupport
     /// A server whose certificate the client does not trust is unreachable too:
     /// verification is never turned off.
     @Test(arguments: ["curl", "nghttp2"])
-    func untrustedCertificateIsUnreachable(transport: String) throws {
+    func untrustedCertificateIsUnreachable(transport: String) async throws {
         let mock = try CLI.mock()
         defer { mock.stop() }
         let scratch = Scratch()
         let other = scratch.path("other-pki")
         #expect(runSync("/bin/bash", [Package.root.appendingPathComponent("scripts/gen-pki.sh").path, other]).status == 0)
         let endpoint = "https://127.0.0.1:\(mock.port)"
-        let r = CLI.run(["--topic", CLI.pki.topic] + CLI.credentials()
+        let r = await CLI.run(["--topic", CLI.pki.topic] + CLI.credentials()
                         + ["--endpoint", endpoint, "--cacert", other + "/ca.pem", "--transport", transport,
                            "--retries", "2", "--timeout", "2", CLI.payload, scratch.file("t.txt", CLI.tokens(3).joined(separator: "\n"))])
         #expect(r.status == 1)

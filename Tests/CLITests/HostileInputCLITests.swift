@@ -17,48 +17,48 @@ import TestSupport
         #expect(mock.statistics().streams == 0, sourceLocation: sourceLocation)
     }
 
-    @Test func payloadWithNULByteIsRefused() throws {
+    @Test func payloadWithNULByteIsRefused() async throws {
         let mock = try CLI.mock()
         defer { mock.stop() }
         let scratch = Scratch()
         let payload = scratch.file("nul.json", Data(#"{"aps":{"alert":"a"#.utf8) + [0] + Data(#"b"}}"#.utf8))
-        let r = CLI.run(CLI.arguments(mock) + [payload, scratch.file("t.txt", CLI.tokens(1)[0])])
+        let r = await CLI.run(CLI.arguments(mock) + [payload, scratch.file("t.txt", CLI.tokens(1)[0])])
         Self.expectRefused(r, mock, says: ["nul.json", "not valid JSON"])
     }
 
-    @Test func payloadWithInvalidUTF8IsRefused() throws {
+    @Test func payloadWithInvalidUTF8IsRefused() async throws {
         let mock = try CLI.mock()
         defer { mock.stop() }
         let scratch = Scratch()
         // An overlong encoding of '/' and a lone continuation byte.
         let payload = scratch.file("utf8.json", Data(#"{"aps":{"alert":""#.utf8) + [0xC0, 0xAF, 0x80] + Data(#""}}"#.utf8))
-        let r = CLI.run(CLI.arguments(mock) + [payload, scratch.file("t.txt", CLI.tokens(1)[0])])
+        let r = await CLI.run(CLI.arguments(mock) + [payload, scratch.file("t.txt", CLI.tokens(1)[0])])
         Self.expectRefused(r, mock, says: ["utf8.json"])
     }
 
     /// 100 000 levels: over the size limit and far over the depth limit; neither
     /// may cost the stack. A nesting that fits in 4096 bytes is refused for depth.
     @Test(arguments: [100_000, 2_000])
-    func deeplyNestedPayloadIsRefused(levels: Int) throws {
+    func deeplyNestedPayloadIsRefused(levels: Int) async throws {
         let mock = try CLI.mock()
         defer { mock.stop() }
         let scratch = Scratch()
         let text = #"{"a":"# + String(repeating: "[", count: levels) + String(repeating: "]", count: levels) + "}"
         let payload = scratch.file("deep.json", text)
-        let r = CLI.run(CLI.arguments(mock) + [payload, scratch.file("t.txt", CLI.tokens(1)[0])])
+        let r = await CLI.run(CLI.arguments(mock) + [payload, scratch.file("t.txt", CLI.tokens(1)[0])])
         Self.expectRefused(r, mock, says: ["deep.json"])
     }
 
     /// A 10 MB line among good tokens, CRLF line ends throughout: the long line is
     /// one malformed record, every good token is delivered.
-    @Test func tenMegabyteLineAndCRLF() throws {
+    @Test func tenMegabyteLineAndCRLF() async throws {
         let mock = try CLI.mock()
         defer { mock.stop() }
         let scratch = Scratch()
         let tokens = CLI.tokens(4)
         let huge = String(repeating: "a", count: 10 * 1024 * 1024)
         let file = scratch.file("t.txt", [tokens[0], tokens[1], huge, tokens[2], tokens[3]].joined(separator: "\r\n") + "\r\n")
-        let r = CLI.run(CLI.arguments(mock) + [CLI.payload, file])
+        let r = await CLI.run(CLI.arguments(mock) + [CLI.payload, file])
         #expect(r.status == 1, "a malformed line means not all delivered: \(r.stderr)")
         let records = try Record.parse(r.stdout)
         #expect(records.count == 5)
@@ -70,11 +70,11 @@ import TestSupport
         #expect(mock.statistics().requests == 4)
     }
 
-    @Test func tokensFileThatIsADirectoryIsRefused() throws {
+    @Test func tokensFileThatIsADirectoryIsRefused() async throws {
         let mock = try CLI.mock()
         defer { mock.stop() }
         let scratch = Scratch()
-        let r = CLI.run(CLI.arguments(mock) + [CLI.payload, scratch.directory.path])
+        let r = await CLI.run(CLI.arguments(mock) + [CLI.payload, scratch.directory.path])
         Self.expectRefused(r, mock, says: ["is a directory"])
     }
 

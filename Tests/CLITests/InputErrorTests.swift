@@ -13,7 +13,7 @@ import TestSupport
         let says: [String]
     }
 
-    @Test func everyBadInputExitsTwoWithOneLineAndSendsNothing() throws {
+    @Test func everyBadInputExitsTwoWithOneLineAndSendsNothing() async throws {
         let mock = try CLI.mock()
         defer { mock.stop() }
         let scratch = Scratch()
@@ -104,7 +104,7 @@ import TestSupport
                  says: ["bad.env:1", "APNS_KEYID"]),
         ]
         for c in cases {
-            let r = CLI.run(c.arguments)
+            let r = await CLI.run(c.arguments)
             let lines = CLI.lines(r.stderr)
             #expect(r.status == 2, "\(c): exit \(r.status), stderr \(r.stderr)")
             #expect(lines.count == 1, "\(c): stderr \(r.stderr)")
@@ -119,8 +119,8 @@ import TestSupport
         #expect(stats.connectionsAccepted == 0)
     }
 
-    @Test func helpDocumentsEveryFlagTheEnvironmentAndExitStatuses() {
-        let r = CLI.run(["--help"])
+    @Test func helpDocumentsEveryFlagTheEnvironmentAndExitStatuses() async {
+        let r = await CLI.run(["--help"])
         #expect(r.status == 0)
         for flag in ["--topic", "--key", "--key-id", "--team-id", "--config", "--env", "--endpoint", "--cacert",
                      "--push-type", "--priority", "--expiration", "--collapse-id", "--output", "--format",

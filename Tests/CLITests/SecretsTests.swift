@@ -51,31 +51,31 @@ import TestSupport
         return String(auth.dropFirst("bearer ".count))
     }
 
-    static func run(_ arguments: [String], scratch: Scratch) -> Outputs {
+    static func run(_ arguments: [String], scratch: Scratch) async -> Outputs {
         let output = scratch.path("out-\(UUID().uuidString).jsonl")
-        let r = CLI.run(["--output", output] + arguments)
+        let r = await CLI.run(["--output", output] + arguments)
         return Outputs(result: r, file: (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
     }
 
-    @Test func normalRunShowsNoKeyAndNoToken() throws {
+    @Test func normalRunShowsNoKeyAndNoToken() async throws {
         let mock = try CLI.mock()
         defer { mock.stop() }
         let scratch = Scratch()
         let tokens = scratch.file("t.txt", CLI.tokens(3).joined(separator: "\n"))
         // Verbose progress and the summary go to stderr: search that too.
-        let out = Self.run(CLI.arguments(mock) + [CLI.payload, tokens], scratch: scratch)
+        let out = await Self.run(CLI.arguments(mock) + [CLI.payload, tokens], scratch: scratch)
         #expect(out.result.status == 0, "\(out.result.stderr)")
         #expect(try Record.parse(out.file).count == 3)
         try Self.expectNoKeyMaterial(out.all)
         Self.expectNoJWT(out.all, try Self.recordedJWT(mock))
     }
 
-    @Test func dryRunShowsNoKeyAndNoToken() throws {
+    @Test func dryRunShowsNoKeyAndNoToken() async throws {
         let mock = try CLI.mock()
         defer { mock.stop() }
         let scratch = Scratch()
         let tokens = scratch.file("t.txt", (CLI.tokens(2) + ["not-a-token"]).joined(separator: "\n"))
-        let out = Self.run(CLI.arguments(mock) + ["--dry-run", CLI.payload, tokens], scratch: scratch)
+        let out = await Self.run(CLI.arguments(mock) + ["--dry-run", CLI.payload, tokens], scratch: scratch)
         #expect(out.result.status == 0, "\(out.result.stderr)")
         #expect(out.result.stderr.contains("dry run"))
         #expect(mock.statistics().streams == 0)
@@ -87,12 +87,12 @@ import TestSupport
 
     /// A provider token the server refuses (403 InvalidProviderToken: unknown team):
     /// the refusal is reported, the token that was refused is not.
-    @Test func refusedTokenIsNotEchoed() throws {
+    @Test func refusedTokenIsNotEchoed() async throws {
         let mock = try CLI.mock { $0.teamIDs = ["OTHERTEAM9"] }
         defer { mock.stop() }
         let scratch = Scratch()
         let tokens = scratch.file("t.txt", CLI.tokens(2).joined(separator: "\n"))
-        let out = Self.run(CLI.arguments(mock) + ["--retries", "0", CLI.payload, tokens], scratch: scratch)
+        let out = await Self.run(CLI.arguments(mock) + ["--retries", "0", CLI.payload, tokens], scratch: scratch)
         #expect(out.result.status == 1, "\(out.result.stderr)")
         let records = try Record.parse(out.file)
         #expect(records.count == 2)
@@ -101,12 +101,12 @@ import TestSupport
         Self.expectNoJWT(out.all, try Self.recordedJWT(mock))
     }
 
-    @Test func unreachableEndpointShowsNoKey() throws {
+    @Test func unreachableEndpointShowsNoKey() async throws {
         let closed = try CLI.mock()
         let port = closed.port
         closed.stop()
         let scratch = Scratch()
-        let out = Self.run(["--topic", CLI.pki.topic] + CLI.credentials()
+        let out = await Self.run(["--topic", CLI.pki.topic] + CLI.credentials()
                            + ["--endpoint", "https://127.0.0.1:\(port)", "--cacert", CLI.pki.caFile,
                               "--retries", "1", "--timeout", "2", CLI.payload,
                               scratch.file("t.txt", CLI.tokens(2).joined(separator: "\n"))],
@@ -118,7 +118,7 @@ import TestSupport
 
     /// Keys that do not load: the message names the file and the reason, never its content.
     @Test(arguments: ["sec1-label", "truncated", "garbled"])
-    func badKeyMessageShowsNoKeyText(kind: String) throws {
+    func badKeyMessageShowsNoKeyText(kind: String) async throws {
         let mock = try CLI.mock()
         defer { mock.stop() }
         let scratch = Scratch()
@@ -135,7 +135,7 @@ import TestSupport
         }
         let keyPath = scratch.file("AuthKey_BAD.p8", bad)
         chmod(keyPath, 0o600)
-        let out = Self.run(["--topic", CLI.pki.topic, "--key", keyPath, "--key-id", CLI.pki.keyID,
+        let out = await Self.run(["--topic", CLI.pki.topic, "--key", keyPath, "--key-id", CLI.pki.keyID,
                             "--team-id", CLI.pki.teamID] + CLI.endpoint(mock)
                            + [CLI.payload, scratch.file("t.txt", CLI.tokens(1)[0])], scratch: scratch)
         #expect(out.result.status == 2, "\(out.result.stderr)")
@@ -147,14 +147,14 @@ import TestSupport
 
     /// A key file group or others can read still works (the run succeeds), with
     /// one warning line on stderr naming the file.
-    @Test func groupReadableKeyWorksWithAWarning() throws {
+    @Test func groupReadableKeyWorksWithAWarning() async throws {
         let mock = try CLI.mock()
         defer { mock.stop() }
         let scratch = Scratch()
         let keyPath = scratch.path("AuthKey_\(CLI.pki.keyID).p8")
         try FileManager.default.copyItem(atPath: CLI.pki.keyPath, toPath: keyPath)
         chmod(keyPath, 0o644)
-        let out = Self.run(["--topic", CLI.pki.topic, "--key", keyPath, "--key-id", CLI.pki.keyID,
+        let out = await Self.run(["--topic", CLI.pki.topic, "--key", keyPath, "--key-id", CLI.pki.keyID,
                             "--team-id", CLI.pki.teamID] + CLI.endpoint(mock)
                            + [CLI.payload, scratch.file("t.txt", CLI.tokens(1)[0])], scratch: scratch)
         #expect(out.result.status == 0, "\(out.result.stderr)")
@@ -165,7 +165,7 @@ import TestSupport
 
         // The same file at 0600: no warning.
         chmod(keyPath, 0o600)
-        let quiet = Self.run(["--topic", CLI.pki.topic, "--key", keyPath, "--key-id", CLI.pki.keyID,
+        let quiet = await Self.run(["--topic", CLI.pki.topic, "--key", keyPath, "--key-id", CLI.pki.keyID,
                               "--team-id", CLI.pki.teamID] + CLI.endpoint(mock)
                              + [CLI.payload, scratch.file("t2.txt", CLI.tokens(1)[0])], scratch: scratch)
         #expect(quiet.result.status == 0)

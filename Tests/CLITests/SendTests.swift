@@ -7,12 +7,12 @@ import TestSupport
 /// answers, what the mock received, and the exit status.
 @Suite struct SendTests {
     /// examples/tokens.txt with examples/unregistered.txt: the demo, checked record by record.
-    @Test func demoTokensGetOneRecordPerDistinctLine() throws {
+    @Test func demoTokensGetOneRecordPerDistinctLine() async throws {
         let unregistered = try Self.unregistered()
         let mock = try CLI.mock { $0.unregistered = unregistered }
         defer { mock.stop() }
         let tokensFile = CLI.examples.appendingPathComponent("tokens.txt").path
-        let r = CLI.run(CLI.arguments(mock) + [CLI.payload, tokensFile])
+        let r = await CLI.run(CLI.arguments(mock) + [CLI.payload, tokensFile])
         #expect(r.status == 1, "a 410 and a malformed line mean not all delivered: \(r.stderr)")
 
         let lines = try String(contentsOfFile: tokensFile, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
@@ -60,7 +60,7 @@ import TestSupport
 
     /// Every token delivered: exit 0. CRLF line ends, padding, upper case and
     /// duplicates in different case all handled; the body is the compacted file.
-    @Test func allDeliveredExitsZeroAndTheBodyIsTheCompactedFile() throws {
+    @Test func allDeliveredExitsZeroAndTheBodyIsTheCompactedFile() async throws {
         let mock = try CLI.mock()
         defer { mock.stop() }
         let scratch = Scratch()
@@ -75,7 +75,7 @@ import TestSupport
         let expected = CLI.compacted(Array(payloadText.utf8))
         #expect(expected.count <= 4096 && payloadText.utf8.count > 4096)
 
-        let r = CLI.run(CLI.arguments(mock) + ["--output", scratch.path("out.jsonl"), payloadFile, tokensFile])
+        let r = await CLI.run(CLI.arguments(mock) + ["--output", scratch.path("out.jsonl"), payloadFile, tokensFile])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.isEmpty, "records went to --output")
         let records = try Record.parse(try String(contentsOfFile: scratch.path("out.jsonl"), encoding: .utf8))
@@ -88,12 +88,12 @@ import TestSupport
         #expect(requests.allSatisfy { $0.header("apns-topic") == CLI.pki.topic && $0.header("apns-push-type") == "alert" })
     }
 
-    @Test func headersFromFlags() throws {
+    @Test func headersFromFlags() async throws {
         let mock = try CLI.mock()
         defer { mock.stop() }
         let scratch = Scratch()
         let tokens = scratch.file("t.txt", CLI.tokens(1)[0] + "\n")
-        let r = CLI.run(CLI.arguments(mock) + ["--push-type", "background", "--priority", "5", "--expiration", "1900000000",
+        let r = await CLI.run(CLI.arguments(mock) + ["--push-type", "background", "--priority", "5", "--expiration", "1900000000",
                                                 "--collapse-id", "order-1234", "--transport", "nghttp2",
                                                 scratch.file("bg.json", #"{"aps":{"content-available":1}}"#), tokens])
         #expect(r.status == 0, "\(r.stderr)")
@@ -105,14 +105,14 @@ import TestSupport
         #expect(request.header("authorization")?.hasPrefix("bearer ") == true)
     }
 
-    @Test func csvHasAHeaderAndQuotesPerRFC4180() throws {
+    @Test func csvHasAHeaderAndQuotesPerRFC4180() async throws {
         let unregistered = [CLI.tokens(1, seed: 9)[0]: Int64(1_700_000_000_123)]
         let mock = try CLI.mock { $0.unregistered = unregistered }
         defer { mock.stop() }
         let scratch = Scratch()
         let good = CLI.tokens(2)
         let tokens = scratch.file("t.txt", ([#"bad,"token""#] + good + Array(unregistered.keys)).joined(separator: "\n"))
-        let r = CLI.run(CLI.arguments(mock) + ["--format", "csv", CLI.payload, tokens])
+        let r = await CLI.run(CLI.arguments(mock) + ["--format", "csv", CLI.payload, tokens])
         #expect(r.status == 1)
         let rows = r.stdout.components(separatedBy: "\r\n").filter { !$0.isEmpty }
         #expect(rows.first == "token,status,apns_id,reason,timestamp,attempts")
@@ -127,11 +127,11 @@ import TestSupport
         }
     }
 
-    @Test func dryRunSendsNothingAndStillReportsMalformedLines() throws {
+    @Test func dryRunSendsNothingAndStillReportsMalformedLines() async throws {
         let mock = try CLI.mock()
         defer { mock.stop() }
         let tokensFile = CLI.examples.appendingPathComponent("tokens.txt").path
-        let r = CLI.run(CLI.arguments(mock) + ["--dry-run", CLI.payload, tokensFile])
+        let r = await CLI.run(CLI.arguments(mock) + ["--dry-run", CLI.payload, tokensFile])
         #expect(r.status == 0, "\(r.stderr)")
         let records = try Record.parse(r.stdout)
         #expect(records.count == 1)
@@ -146,7 +146,7 @@ import TestSupport
     }
 
     /// Many lines with many duplicates: streamed, deduplicated, one record each.
-    @Test func thousandsOfTokensWithDuplicates() throws {
+    @Test func thousandsOfTokensWithDuplicates() async throws {
         let mock = try CLI.mock()
         defer { mock.stop() }
         let scratch = Scratch()
@@ -156,7 +156,7 @@ import TestSupport
             lines.append(t)
             if i % 4 == 0 { lines.append(tokens[i / 2].uppercased()) }
         }
-        let r = CLI.run(CLI.arguments(mock) + ["--output", scratch.path("o.jsonl"), CLI.payload,
+        let r = await CLI.run(CLI.arguments(mock) + ["--output", scratch.path("o.jsonl"), CLI.payload,
                                                 scratch.file("t.txt", lines.joined(separator: "\n"))])
         #expect(r.status == 0, "\(r.stderr)")
         let records = try Record.parse(try String(contentsOfFile: scratch.path("o.jsonl"), encoding: .utf8))

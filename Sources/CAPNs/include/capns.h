@@ -156,6 +156,11 @@ void capns_sender_set_authorization(capns_sender *s, const char *jwt);
  * (fewer when max_outstanding would be exceeded). Never blocks on the network. */
 size_t capns_sender_submit(capns_sender *s, const capns_request *reqs, size_t n);
 
+/* The same for requests sent before that the server did not process (NOT_PROCESSED):
+ * they go ahead of every request not sent yet. Behind new ones they could meet the
+ * next connection's GOAWAY limit again, and again, until their budget ran out. */
+size_t capns_sender_resubmit(capns_sender *s, const capns_request *reqs, size_t n);
+
 void capns_sender_get_stats(capns_sender *s, capns_sender_stats *out);
 
 /* Stops the thread. Requests not yet answered complete as CANCELLED through the

@@ -66,7 +66,10 @@
  * Per connection faults ("after N" counts requests begun on that connection):
  *   goaway_after N   GOAWAY(NO_ERROR, last-stream-id = the Nth stream) when the
  *                    Nth request begins; streams up to it are answered, later
- *                    ones are ignored; the connection closes once they are.
+ *                    ones are ignored; the connection closes once they are
+ *                    (gracefully: close_notify and FIN, then what the client
+ *                    still sends is read and dropped until it closes too, for
+ *                    at most a second; connections_current no longer counts it).
  *   reset_after N    the Nth request is never answered (nor recorded): the TCP
  *                    connection is reset (SO_LINGER 0) once it has been received,
  *                    with whatever else was in flight on it.
@@ -76,13 +79,20 @@
  *   idle_timeout_ms  GOAWAY(NO_ERROR, debug {"reason":"IdleTimeout"}) after
  *                    that long without a frame from the client.
  *
+ * expire_first_token, expire_first_token_after N: the first valid provider
+ * token the mock sees is answered 403 ExpiredProviderToken from its (N+1)th
+ * use on (N = 0: from its first use, so no connection ever takes it), as if
+ * its hour ran out mid-batch; later tokens are judged by their iat as usual.
+ *
  * Determinism: every random choice (fault, jitter, generated apns-id) comes
  * from a generator per connection seeded by (seed, connection number), drawn
  * in request order; one connection with one stream at a time replays exactly.
  *
  * Recording keeps, per request, the method, path, every non-pseudo header in
- * order, the body (up to 5121 bytes: one past the largest payload APNs takes)
- * and the connection number, up to record_cap requests.
+ * order, the body (up to 5121 bytes: one past the largest payload APNs takes),
+ * the connection number, when it arrived and the answer the mock decided on,
+ * up to record_cap requests. A decided answer can still be lost with its
+ * connection (reset_after): capns_mock_reset_connections names those.
  */
 #ifndef CAPNS_MOCK_H
 #define CAPNS_MOCK_H
@@ -129,6 +139,8 @@ typedef struct {
     int64_t idle_500_after_ms;  /* 0 = off: the "500 after long idle" quirk */
     int64_t token_update_interval_s;  /* 0 = 1200 (20 minutes); < 0 = no limit */
     int stall;                  /* accept, handshake, read requests, never answer */
+    int expire_first_token;     /* see "expire_first_token" above */
+    uint64_t expire_first_token_after;
     size_t record_cap;          /* requests kept for capns_mock_record_get; 0 = none */
     size_t attempts_cap;        /* distinct tokens counted; 0 = 1 << 20 */
     uint64_t seed;
@@ -190,6 +202,13 @@ typedef struct {
     uint64_t goaways_sent;
     uint64_t resets_done;
     uint64_t settings_sent;             /* SETTINGS frames after the initial one */
+    /* Stream limits as the client kept them. A client may open streams above a
+     * lowered limit it has not acknowledged yet (refused: a legal race); above a
+     * limit it acknowledged is a connection error. */
+    uint64_t streams_refused;           /* RST_STREAM REFUSED_STREAM: above an unacknowledged limit */
+    uint64_t streams_over_limit;        /* HEADERS above an acknowledged limit (connection error) */
+    uint64_t max_streams_restored;      /* most concurrent streams on one connection once a
+                                           settings drop was restored and acknowledged */
 } capns_mock_stats;
 
 void capns_mock_get_stats(capns_mock *m, capns_mock_stats *out);
@@ -218,10 +237,18 @@ typedef struct {
     size_t n_headers;
     const uint8_t *body;
     size_t body_len;
+    int64_t received_ns;        /* CLOCK_MONOTONIC when the request was complete */
+    int32_t status;             /* the answer decided on; 0: none (stall mode) */
+    const char *reason;         /* its reason, "" for none */
 } capns_mock_record;
 
 size_t capns_mock_record_count(capns_mock *m);
 const capns_mock_record *capns_mock_record_get(capns_mock *m, size_t i);
+
+/* Connections the mock reset (reset_after), by connection_id: answers decided on
+ * them may never have reached the client. Writes up to max ids, returns how many
+ * there are. */
+size_t capns_mock_reset_connections(capns_mock *m, uint64_t *ids, size_t max);
 
 /* Stops the threads, closes every connection, frees everything. */
 void capns_mock_destroy(capns_mock *m);

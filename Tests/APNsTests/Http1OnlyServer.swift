@@ -1,0 +1,58 @@
+import Foundation
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `openssl s_server -www` on 127.0.0.1: TLS with a certificate the client trusts,
+/// but HTTP/1.x only (no ALPN h2), for the lifetime of this object.
+final class Http1OnlyServer: @unchecked Sendable {
+    let port: UInt16
+    private let process = Process()
+
+    private init() throws {
+        let pki = TestPKI.shared
+        port = freePort()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = ["s_server", "-quiet", "-www", "-accept", "127.0.0.1:\(port)",
+                             "-cert", pki.serverCertificate, "-key", pki.serverKey]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// Returns once it accepts connections (or gave up trying for 4 s). Waits without
+    /// holding a thread: the suite's other tests share a small pool.
+    static func start() async throws -> Http1OnlyServer {
+        let server = try Http1OnlyServer()
+        for _ in 0..<200 where server.process.isRunning && !accepts(server.port) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return server
+    }
+
+    /// SIGKILL: a killed child is reaped at once.
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+
+    private static func accepts(_ port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+}
