@@ -27,7 +27,7 @@ final class Http1OnlyServer: @unchecked Sendable {
     /// holding a thread: the suite's other tests share a small pool.
     static func start() async throws -> Http1OnlyServer {
         let server = try Http1OnlyServer()
-        for _ in 0..<200 where server.process.isRunning && !accepts(server.port) {
+        for _ in 0..<200 where server.process.isRunning && !canConnect(server.port) {
             try await Task.sleep(for: .milliseconds(20))
         }
         return server
@@ -41,18 +41,4 @@ final class Http1OnlyServer: @unchecked Sendable {
     }
 
     deinit { stop() }
-
-    private static func accepts(_ port: UInt16) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = port.bigEndian
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-    }
 }

@@ -7,21 +7,6 @@ import Glibc
 
 /// Servers the transport tests talk to, all on 127.0.0.1, started and stopped by the test.
 
-/// True once something accepts TCP connections on 127.0.0.1:port.
-func canConnect(_ port: UInt16) -> Bool {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_port = port.bigEndian
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    return withUnsafePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-        }
-    }
-}
-
 /// A server program run as a subprocess for the length of a test; its stdout and
 /// stderr go to a log file the test can read after `stop()`.
 final class ServerProcess: @unchecked Sendable {
