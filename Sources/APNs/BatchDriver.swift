@@ -316,8 +316,10 @@ final class BatchDriver {
         }
     }
 
+    /// writeCStrings always writes exactly CAPNS_UUID_LEN characters: no strlen needed.
     private func apnsID(_ slot: Int) -> String {
-        String(cString: arena + slot * BatchDriver.slotStride + BatchDriver.tokenStride)
+        let id = UnsafeRawPointer(arena + slot * BatchDriver.slotStride + BatchDriver.tokenStride)
+        return String(decoding: UnsafeRawBufferPointer(start: id, count: Int(CAPNS_UUID_LEN)), as: UTF8.self)
     }
 
     // MARK: - Waiting
