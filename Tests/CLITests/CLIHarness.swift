@@ -81,30 +81,6 @@ enum CLI {
     }
 }
 
-/// A folder of throw-away files, removed when the test is done.
-final class Scratch {
-    let directory: URL
-
-    init() {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-send-test-\(UUID().uuidString)")
-        try! FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: directory) }
-
-    func file(_ name: String, _ text: String) -> String {
-        file(name, Data(text.utf8))
-    }
-
-    func file(_ name: String, _ data: Data) -> String {
-        let url = directory.appendingPathComponent(name)
-        try! data.write(to: url)
-        return url.path
-    }
-
-    func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
-}
-
 /// One output record, with the raw line kept to check the key order.
 struct Record {
     let line: String
@@ -146,4 +122,42 @@ struct Record {
     static func parse(_ stdout: String) throws -> [Record] {
         try stdout.split(separator: "\n").map { try Record(String($0)) }
     }
+}
+
+/// apns-send as a child process that a test can stop with a signal.
+final class SendProcess: @unchecked Sendable {
+    private let process = Process()
+    private let errPipe = Pipe()
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: CLI.binary)
+        process.arguments = arguments
+        process.environment = CLI.cleanEnvironment()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errPipe
+        try process.run()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+
+    /// Polls `condition` every 10 ms; throws after `deadline` seconds.
+    func waitUntil(deadline: TimeInterval, _ condition: () -> Bool) async throws {
+        let end = Date().addingTimeInterval(deadline)
+        while !condition() {
+            if !process.isRunning { return }
+            guard Date() < end else { throw TimeoutError() }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Sends `signal` (nil: none) and waits for the exit; returns the status and stderr.
+    func stop(_ signal: Int32?) async -> (Int32, String) {
+        if let signal, process.isRunning { kill(process.processIdentifier, signal) }
+        let data = await Task.detached { [errPipe] in errPipe.fileHandleForReading.readDataToEndOfFile() }.value
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    struct TimeoutError: Error {}
 }

@@ -56,23 +56,12 @@ import TestSupport
         // 50 s of work at 4 × 100 ms: the interrupt lands mid-run even when this test's
         // task waits a while for a thread (the suite runs tests side by side on 2 cores).
         let tokens = CLI.tokens(2000)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CLI.binary)
-        process.arguments = CLI.arguments(mock) + ["--concurrency", "4", "--output", scratch.path("o.jsonl"),
-                                                   CLI.payload, scratch.file("t.txt", tokens.joined(separator: "\n"))]
-        process.environment = CLI.cleanEnvironment()
-        let errPipe = Pipe()
-        process.standardError = errPipe
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let run = try SendProcess(CLI.arguments(mock) + ["--concurrency", "4", "--output", scratch.path("o.jsonl"),
+                                                         CLI.payload, scratch.file("t.txt", tokens.joined(separator: "\n"))])
         // Wait until some records are written, then interrupt.
-        let deadline = Date().addingTimeInterval(20)
-        while mock.statistics().requests < 8 && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        kill(process.processIdentifier, SIGINT)
-        let stderrData = await Task.detached { errPipe.fileHandleForReading.readDataToEndOfFile() }.value
-        process.waitUntilExit()
-        let stderr = String(decoding: stderrData, as: UTF8.self)
-        #expect(process.terminationStatus == 1, "\(stderr)")
+        try await run.waitUntil(deadline: 20) { mock.statistics().requests >= 8 }
+        let (status, stderr) = await run.stop(SIGINT)
+        #expect(status == 1, "\(stderr)")
         let records = try Record.parse(try String(contentsOfFile: scratch.path("o.jsonl"), encoding: .utf8))
         #expect(records.count >= 8 && records.count < tokens.count)
         #expect(records.filter { $0.status == 200 }.count == Int(mock.statistics().requests), "every answer was recorded")

@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import Testing
+import TestSupport
 @testable import apns_send
 
 /// The token memory against a plain reference: the Bloom filter path (a regular
@@ -9,10 +10,10 @@ import Testing
 @Suite struct TokenLinesTests {
     @Test(arguments: [1, 2, 16])
     func bloomAndExactPathsAgreeWithTheReference(bitsPerToken: Int) throws {
-        let scratch = try ScratchFolder()
+        let scratch = Scratch()
         let input = TokenFile.random(distinct: 5000, seed: UInt64(bitsPerToken))
-        let tokens = scratch.write("t.txt", input.text)
-        let results = scratch.write("r.jsonl", input.resumeRecords)
+        let tokens = scratch.file("t.txt", input.text)
+        let results = scratch.file("r.jsonl", input.resumeRecords)
         let expected = input.reference()
 
         let resumed = try ResumedResults(path: results, format: nil)
@@ -33,10 +34,10 @@ import Testing
 
     /// The comment in BloomFilter.swift quotes this rate.
     @Test func sixteenBitsPerTokenDeferFewerThanHalfAPercent() throws {
-        let scratch = try ScratchFolder()
+        let scratch = Scratch()
         let n = 200_000
         let text = (0..<n).map { TokenFile.token($0, seed: 99) }.joined(separator: "\n")
-        let lines = try TokenLines(path: scratch.write("t.txt", text), resumed: nil)
+        let lines = try TokenLines(path: scratch.file("t.txt", text), resumed: nil)
         var sent = 0
         while lines.next() != nil { sent += 1 }
         #expect(sent == n)
@@ -45,9 +46,9 @@ import Testing
     }
 
     @Test func aFileThatShrinksBeforeTheSecondReadIsAReadFailureNotASilentDrop() throws {
-        let scratch = try ScratchFolder()
+        let scratch = Scratch()
         let input = TokenFile.random(distinct: 2000, seed: 7)
-        let path = scratch.write("t.txt", input.text)
+        let path = scratch.file("t.txt", input.text)
         let lines = try TokenLines(path: path, resumed: nil, bitsPerToken: 1)
         // The first read ends inside next(), which then opens the second: shrink the
         // file as soon as the first read has handed out its last line.
@@ -181,26 +182,5 @@ private struct SplitMix {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
-    }
-}
-
-/// A folder of throw-away files.
-final class ScratchFolder {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("send-tool-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    @discardableResult
-    func write(_ name: String, _ text: String) -> String {
-        let p = path(name)
-        _ = FileManager.default.createFile(atPath: p, contents: Data(text.utf8))
-        return p
     }
 }
