@@ -30,6 +30,7 @@ final class Lane: Sendable {
     private let configuration: APNsClient.Configuration
     private let metrics: ClientMetrics
     private let clock = ContinuousClock()
+    private let callerIDs = Atomic<Int>(0)
     private let state: Mutex<State>
     /// Per slot, the NUL-terminated token and apns-id a submitted request points at.
     /// Written only under the lock, for a slot that lock gives exclusive use of.
@@ -106,8 +107,8 @@ final class Lane: Sendable {
         var firstSent: ContinuousClock.Instant?
         /// The provider token generation of the latest attempt.
         var generation = 0
-        /// Bumped on every reuse, so a late cancellation cannot touch the next owner.
-        var serial: UInt32 = 0
+        /// The single caller that owns it (0 for a batch), so its cancellation finds it.
+        var callerID = 0
     }
 
     private struct Retry {
@@ -115,15 +116,13 @@ final class Lane: Sendable {
         let slot: Int
     }
 
+    /// A caller waiting for a slot has already handed over its request: the slot
+    /// that frees is filled and submitted by the lane (with the other requests of
+    /// that completion batch, in one submit), and the caller is resumed only once,
+    /// with its result.
     private enum Waiter {
-        case caller(id: Int, CheckedContinuation<Acquired, Never>)
+        case caller(id: Int, Request, CheckedContinuation<DeliveryResult, Never>)
         case batch(BatchInbox)
-    }
-
-    enum Acquired: Sendable {
-        case slot(Int, serial: UInt32)
-        case closed
-        case cancelled
     }
 
     private struct State {
@@ -133,7 +132,8 @@ final class Lane: Sendable {
         /// to the first waiting caller directly, and wakes every batch before it.
         var waiters: [Waiter] = []
         var waitersHead = 0
-        var nextWaiterID = 0
+        /// Slots filled for waiting callers, to submit before the lock is let go.
+        var starts: [Int] = []
         var retries: [Retry] = []
         var timerDue: ContinuousClock.Instant?
         var rng = RequestRandom()
@@ -166,11 +166,10 @@ final class Lane: Sendable {
             return w
         }
 
-        mutating func take() -> (Int, UInt32)? {
+        mutating func take() -> Int? {
             guard let slot = free.popLast() else { return nil }
             busy += 1
-            slots[slot].serial &+= 1
-            return (slot, slots[slot].serial)
+            return slot
         }
     }
 
@@ -178,7 +177,6 @@ final class Lane: Sendable {
     /// tasks, hand results over, record metrics.
     private struct Effects {
         var finals: [(Owner, DeliveryResult, unreachable: Bool)] = []
-        var handoffs: [(CheckedContinuation<Acquired, Never>, Acquired)] = []
         var pokes: [BatchInbox] = []
         var drained: [CheckedContinuation<Void, Never>] = []
 
@@ -199,7 +197,6 @@ final class Lane: Sendable {
                 }
             }
             for (inbox, items) in byInbox { inbox.push(items) }
-            for (c, acquired) in handoffs { c.resume(returning: acquired) }
             for inbox in pokes { inbox.poke() }
             for c in drained { c.resume() }
         }
@@ -207,63 +204,49 @@ final class Lane: Sendable {
 
     // MARK: - Sending
 
-    /// Sends one request and waits for its final result. Waits for a slot first
-    /// when the table is full; cancelled while waiting, it is never sent.
+    /// Sends one request and waits for its final result. When the table is full
+    /// it waits in line for a slot; cancelled there, it is never sent.
     func send(_ request: Request) async -> DeliveryResult {
-        var acquired = state.withLock { s -> Acquired? in
-            if s.closed { return .closed }
-            return s.take().map { .slot($0.0, serial: $0.1) }
-        }
-        if acquired == nil { acquired = await waitForSlot() }
-        guard case .slot(let slot, let serial)? = acquired else {
-            capns_message_release(request.message)
-            let why = acquired.map { if case .cancelled = $0 { "cancelled before it was sent" } else { APNsError.shutDown.description } }
-            let result = DeliveryResult(token: request.token, apnsID: nil, status: 0, reason: nil, attempts: 0, error: why)
-            metrics.record(result)
-            return result
-        }
+        let id = callerIDs.add(1, ordering: .relaxed).newValue
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<DeliveryResult, Never>) in
                 var fx = Effects()
                 state.withLock { s in
-                    fill(&s, slot: slot, request, owner: .caller(c))
-                    submit(&s, [slot], resend: false, &fx)
+                    if s.closed || Task.isCancelled {
+                        let why = s.closed ? APNsError.shutDown.description : "cancelled before it was sent"
+                        fx.finals.append((.caller(c), notSent(request, why), false))
+                    } else if let slot = s.take() {
+                        fill(&s, slot: slot, request, owner: .caller(c), callerID: id)
+                        submit(&s, [slot], resend: false, &fx)
+                        submitStarts(&s, &fx)
+                    } else {
+                        s.waiters.append(.caller(id: id, request, c))
+                    }
                 }
                 fx.run(metrics)
             }
         } onCancel: {
+            var fx = Effects()
             state.withLock { s in
-                if s.slots[slot].serial == serial { s.slots[slot].cancelled = true }
+                // Still in line: it leaves with a result of its own, never sent.
+                if let k = s.waiters[s.waitersHead...].firstIndex(where: {
+                    if case .caller(id, _, _) = $0 { true } else { false }
+                }), case .caller(_, let request, let c) = s.waiters[k] {
+                    s.waiters.remove(at: k)
+                    fx.finals.append((.caller(c), notSent(request, "cancelled before it was sent"), false))
+                } else if let slot = s.slots.firstIndex(where: { $0.callerID == id }) {
+                    // In flight: its answer still counts, but it is not sent again.
+                    s.slots[slot].cancelled = true
+                }
             }
+            fx.run(metrics)
         }
     }
 
-    private func waitForSlot() async -> Acquired {
-        let id = state.withLock { s -> Int in
-            s.nextWaiterID &+= 1
-            return s.nextWaiterID
-        }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Acquired, Never>) in
-                let now = state.withLock { s -> Acquired? in
-                    if s.closed { return .closed }
-                    if Task.isCancelled { return .cancelled }
-                    if let (slot, serial) = s.take() { return .slot(slot, serial: serial) }
-                    s.waiters.append(.caller(id: id, c))
-                    return nil
-                }
-                if let now { c.resume(returning: now) }
-            }
-        } onCancel: {
-            let waiter = state.withLock { s -> CheckedContinuation<Acquired, Never>? in
-                guard let k = s.waiters[s.waitersHead...].firstIndex(where: {
-                    if case .caller(id, _) = $0 { true } else { false }
-                }), case .caller(_, let c) = s.waiters[k] else { return nil }
-                s.waiters.remove(at: k)
-                return c
-            }
-            waiter?.resume(returning: .cancelled)
-        }
+    /// The result of a request that never left: its message is let go here.
+    private func notSent(_ request: Request, _ why: String) -> DeliveryResult {
+        capns_message_release(request.message)
+        return DeliveryResult(token: request.token, apnsID: nil, status: 0, reason: nil, attempts: 0, error: why)
     }
 
     /// How a batch's attempt to start requests went.
@@ -283,12 +266,13 @@ final class Lane: Sendable {
             var started: [Int] = []
             started.reserveCapacity(min(requests.count, s.free.count))
             for (i, request) in zip(requests.indices, requests) {
-                guard let (slot, _) = s.take() else { break }
+                guard let slot = s.take() else { break }
                 fill(&s, slot: slot, request, owner: .batch(inbox, ticket: ticket(i)))
                 started.append(slot)
             }
             if started.count < requests.count { s.waiters.append(.batch(inbox)) }
             submit(&s, started, resend: false, &fx)
+            submitStarts(&s, &fx)
             return .started(started.count)
         }
         fx.run(metrics)
@@ -305,11 +289,13 @@ final class Lane: Sendable {
             let (mine, others) = s.retries.partitioned { s.slots[$0.slot].cancelled }
             s.retries = others
             for r in mine { finish(&s, r.slot, status: 0, reason: nil, error: "cancelled before it was sent again", &fx) }
+            submitStarts(&s, &fx)
         }
         fx.run(metrics)
     }
 
-    private func fill(_ s: inout State, slot: Int, _ request: Request, owner: Owner) {
+    private func fill(_ s: inout State, slot: Int, _ request: Request, owner: Owner, callerID: Int = 0) {
+        s.slots[slot].callerID = callerID
         s.slots[slot].token = request.token
         s.slots[slot].message = request.message
         s.slots[slot].owner = owner
@@ -374,6 +360,16 @@ final class Lane: Sendable {
         metrics.sent.increment(by: Int64(taken))
     }
 
+    /// Submits the slots filled for waiting callers, in one call. Ending a request
+    /// can fill another (when submitting fails), hence the loop.
+    private func submitStarts(_ s: inout State, _ fx: inout Effects) {
+        while !s.starts.isEmpty {
+            let run = s.starts
+            s.starts.removeAll()
+            submit(&s, run, resend: false, &fx)
+        }
+    }
+
     // MARK: - Answers (on the sender thread)
 
     private func complete(_ batch: UnsafeBufferPointer<capns_completion>) {
@@ -414,6 +410,7 @@ final class Lane: Sendable {
             }
             submit(&s, resends, resend: true, &fx)
             submit(&s, again, resend: false, &fx)
+            submitStarts(&s, &fx)
             armTimer(&s)
         }
         fx.run(metrics)
@@ -485,22 +482,22 @@ final class Lane: Sendable {
                                     attempts: done.attempts, latency: latency, error: error)
         if let owner = done.owner { fx.finals.append((owner, result, unreachable)) }
         capns_message_release(done.message)
-        let serial = done.serial
         s.slots[slot] = Slot()
-        s.slots[slot].serial = serial
         s.busy -= 1
         release(&s, slot, &fx)
     }
 
+    /// A freed slot goes to the first caller in line (batches before it are woken to
+    /// try again), else back to the free list.
     private func release(_ s: inout State, _ slot: Int, _ fx: inout Effects) {
         while let waiter = s.popWaiter() {
             switch waiter {
             case .batch(let inbox):
                 fx.pokes.append(inbox)
-            case .caller(_, let c):
+            case .caller(let id, let request, let c):
                 s.busy += 1
-                s.slots[slot].serial &+= 1
-                fx.handoffs.append((c, .slot(slot, serial: s.slots[slot].serial)))
+                fill(&s, slot: slot, request, owner: .caller(c), callerID: id)
+                s.starts.append(slot)
                 return
             }
         }
@@ -539,6 +536,7 @@ final class Lane: Sendable {
             let (due, waiting) = s.retries.partitioned { $0.due <= now }
             s.retries = waiting
             submit(&s, due.map(\.slot), resend: false, &fx)
+            submitStarts(&s, &fx)
             armTimer(&s)
         }
         fx.run(metrics)
@@ -554,7 +552,8 @@ final class Lane: Sendable {
             while let waiter = s.popWaiter() {
                 switch waiter {
                 case .batch(let inbox): fx.pokes.append(inbox)
-                case .caller(_, let c): fx.handoffs.append((c, .closed))
+                case .caller(_, let request, let c):
+                    fx.finals.append((.caller(c), notSent(request, APNsError.shutDown.description), false))
                 }
             }
         }

@@ -29,6 +29,11 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Requests in flight at once (the client's maxInFlight).")
     var streams = 1000
 
+    @Option(help: ArgumentHelp(
+        "Per-event sends: N callers each send one notification at a time, each with its own payload, until -n are sent (default: one batch).",
+        valueName: "N"))
+    var callers: Int?
+
     @Option(help: "nghttp2 or curl.")
     var transport = "nghttp2"
 
@@ -54,6 +59,7 @@ struct BenchCommand: AsyncParsableCommand {
         guard Transport(rawValue: transport) != nil else { throw ValidationError("--transport: curl or nghttp2") }
         guard connections >= 1, streams >= 1 else { throw ValidationError("--connections and --streams must be at least 1") }
         if let requests, requests < 1 { throw ValidationError("-n must be at least 1") }
+        if let callers, callers < 1 { throw ValidationError("--callers must be at least 1") }
         if endpoint != nil && pki == nil { throw ValidationError("--endpoint needs --pki DIR (the mock's key material)") }
     }
 
@@ -63,7 +69,7 @@ struct BenchCommand: AsyncParsableCommand {
         defer { target.stop() }
         let workload = try Workload(
             count: requests ?? (quick ? 100_000 : 1_000_000), keys: keys, payloadPath: payload,
-            transport: Transport(rawValue: transport)!, connections: connections, streams: streams)
+            transport: Transport(rawValue: transport)!, connections: connections, streams: streams, callers: callers)
         let report = try await workload.run(against: target)
         print(json ? report.json() : report.text())
     }

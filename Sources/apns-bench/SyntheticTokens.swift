@@ -8,14 +8,20 @@ struct SyntheticTokens: Sequence {
     struct Iterator: IteratorProtocol {
         var remaining: Int
         var index: UInt64 = 0
-        private static let prefix = String(repeating: "ab", count: 24)
 
         mutating func next() -> String? {
             guard remaining > 0 else { return nil }
             remaining -= 1
             index += 1
-            let digits = String(index, radix: 16)
-            return Iterator.prefix + String(repeating: "0", count: 16 - digits.count) + digits
+            return SyntheticTokens.token(index)
         }
+    }
+
+    private static let prefix = String(repeating: "ab", count: 24)
+
+    /// The token number `index` (from 1) of every sequence.
+    static func token(_ index: UInt64) -> String {
+        let digits = String(index, radix: 16)
+        return prefix + String(repeating: "0", count: 16 - digits.count) + digits
     }
 }
