@@ -2,106 +2,139 @@ import CAPNs
 import Logging
 import Synchronization
 
-/// Sends notifications to APNs over one set of HTTP/2 connections (one by default)
-/// to one environment, signing one provider token for them.
+/// Sends notifications to APNs: one HTTP/2 connection (or `connections`) per
+/// environment it sends to, one provider token per connection, and one engine
+/// that every kind of send goes through: a single call, a broadcast to a token
+/// list, a stream of messages each with its own payload.
 ///
 /// ```swift
 /// let client = try APNsClient(configuration: .init(credentials: creds, environment: .production))
-/// for await result in client.send(notification, to: tokens) { ... }   // one result per token
+/// let result = try await client.send(notification, to: token)                 // one event, one device
+/// for await r in client.send(notification, to: tokens) { ... }                // a broadcast
+/// for await r in client.send(messages) { r.result; r.context }                // a payload per token
 /// await client.shutdown()
 /// ```
 public final class APNsClient: Sendable {
     public let configuration: Configuration
-    let router = Router()
-    let connection: Connection
-    let providerToken: ProviderToken
+    let dispatcher: Dispatcher
     let metrics = ClientMetrics()
     private let shutDown = Atomic<Bool>(false)
 
     /// Checks the credentials by signing a first provider token; connects on the first send.
     public init(configuration: Configuration) throws(APNsError) {
         self.configuration = configuration
-        let connection = try Connection(configuration: configuration, router: router)
-        self.connection = connection
-        providerToken = ProviderToken(credentials: configuration.credentials) { jwt in
-            connection.setAuthorization(jwt)
-        }
+        dispatcher = try Dispatcher(configuration: configuration, metrics: metrics)
         do {
-            _ = try providerToken.current()
+            _ = try dispatcher.defaultLane.providerToken.current()
         } catch {
             throw .signing(error.description)
         }
     }
 
-    /// Sends to every token and streams one result per token, in completion order.
-    /// Malformed tokens get a local result (status 0, `.badDeviceToken`) and are never
-    /// sent. Memory stays bounded by the in-flight window however many tokens there are:
-    /// tokens are read only as results are consumed.
-    public func send<Tokens: Sequence>(_ notification: Notification, to tokens: Tokens) -> DeliveryResults
-    where Tokens.Element: StringProtocol {
-        var iterator = tokens.makeIterator()
-        return DeliveryResults(client: self, notification: notification,
-                               tokens: AnyIterator { iterator.next().map { String($0) } })
+    /// Sends to one token and returns its final result (after any retries). Waits
+    /// for room when the client's window is full; cancelled while waiting, it is
+    /// not sent (status 0); cancelled in flight, its real answer is still returned.
+    public func send(_ notification: Notification, to token: String,
+                     environment: Environment? = nil) async throws(APNsError) -> DeliveryResult {
+        guard !isShutDown else { throw .shutDown }
+        guard let device = DeviceToken(token) else {
+            let result = DeliveryResult(token: token.trimmingSpaces, apnsID: nil, status: 0, reason: .badDeviceToken,
+                                        attempts: 0, error: "not 64 to 200 hex digits (even count)")
+            metrics.record(result)
+            return result
+        }
+        let lane = try dispatcher.lane(for: environment)
+        return await lane.send(.init(token: device.hex, message: notification.makeCMessage(), apnsID: nil))
     }
 
-    /// Sends to one token.
-    public func send(_ notification: Notification, to token: String) async throws(APNsError) -> DeliveryResult {
-        guard !isShutDown else { throw .shutDown }
-        let one: AnyIterator<String> = AnyIterator(CollectionOfOne(token).makeIterator())
-        let driver = BatchDriver(client: self, notification: notification, tokens: one)
-        return await driver.next()!
+    /// Sends to every token and streams one result per token, in completion order.
+    /// Malformed tokens get a local result (status 0, `.badDeviceToken`) and are never
+    /// sent. Memory stays bounded by the window however many tokens there are:
+    /// tokens are read only as results are consumed.
+    public func send<Tokens: Sequence>(_ notification: Notification, to tokens: Tokens,
+                                       environment: Environment? = nil) -> DeliveryResults
+    where Tokens.Element: StringProtocol {
+        DeliveryResults { [self] in
+            var iterator = tokens.makeIterator()
+            // One C message for the whole batch; every request holds a reference.
+            let shared = notification.makeCMessage()
+            let release = ReleaseOnDeinit(shared)
+            return Batch(client: self, source: .sync {
+                guard let token = iterator.next() else { return nil }
+                _ = release
+                capns_message_retain(shared)
+                return Outgoing(token: String(token), message: shared, environment: environment,
+                                apnsID: nil, context: ())
+            })
+        }
+    }
+
+    /// Sends each message (its own token, payload, headers and environment) and
+    /// streams one result per message, with the message's context, in completion
+    /// order. Messages are read only as results are consumed.
+    public func send<Messages: Sequence, Context>(_ messages: Messages) -> MessageResults<Context>
+    where Messages.Element == Message<Context> {
+        MessageResults { [self] in
+            var iterator = messages.makeIterator()
+            return Batch(client: self, source: .sync {
+                iterator.next().map(Outgoing.init)
+            })
+        }
+    }
+
+    /// The same for messages that arrive over time (an `AsyncStream` of events):
+    /// they are sent as they come, at most a window ahead of the results consumed.
+    public func send<Messages: AsyncSequence & Sendable, Context>(_ messages: Messages) -> MessageResults<Context>
+    where Messages.Element == Message<Context>, Messages.Failure == Never {
+        MessageResults { [self] in
+            let feed = AsyncFeed<Context>(capacity: configuration.maxInFlight) { feed in
+                for await message in messages {
+                    if Task.isCancelled { break }
+                    if await !feed.put(Outgoing(message)) { break }
+                }
+            }
+            return Batch(client: self, source: .async(feed))
+        }
     }
 
     /// Sends to every token and collects the results (one per token).
-    public func sendAll<Tokens: Sequence>(_ notification: Notification, to tokens: Tokens) async -> [DeliveryResult]
+    public func sendAll<Tokens: Sequence>(_ notification: Notification, to tokens: Tokens,
+                                          environment: Environment? = nil) async -> [DeliveryResult]
     where Tokens.Element: StringProtocol {
         var results: [DeliveryResult] = []
-        for await result in send(notification, to: tokens) { results.append(result) }
+        for await result in send(notification, to: tokens, environment: environment) { results.append(result) }
         return results
     }
 
-    /// Waits for every request in flight to be answered, then closes the connections.
-    /// Sends started afterwards end at once with status 0.
+    /// Waits for every request in flight to be answered (retries included), then
+    /// closes the connections. Sends started afterwards end at once: a single send
+    /// throws `.shutDown`, a batch's remaining messages end with status 0 and that error.
     public func shutdown() async {
         if shutDown.exchange(true, ordering: .acquiringAndReleasing) { return }
-        await router.drained()
-        connection.destroy()
+        await dispatcher.shutdown()
     }
 
     var isShutDown: Bool { shutDown.load(ordering: .acquiring) }
 
+    /// Over every environment's connections.
     public var statistics: Statistics {
-        Statistics(connection.statistics(), signatures: providerToken.signatureCount)
-    }
-
-    func record(_ result: DeliveryResult) {
-        if result.isDelivered {
-            metrics.delivered.increment()
-        } else {
-            metrics.failed(result.reason?.rawValue ?? (result.status == 0 ? "NoAnswer" : "\(result.status)")).increment()
-        }
-        if result.attempts > 0 { metrics.latency.record(duration: result.latency) }
+        Statistics(dispatcher.lanes.map(\.statistics),
+                   signatures: dispatcher.lanes.reduce(0) { $0 + $1.providerToken.signatureCount })
     }
 }
 
-/// The results of one batch, as an async sequence: one per token, as they complete.
-public struct DeliveryResults: AsyncSequence {
-    public typealias Element = DeliveryResult
-    let client: APNsClient
-    let notification: Notification
-    let tokens: AnyIterator<String>
-
-    public func makeAsyncIterator() -> Iterator {
-        Iterator(driver: BatchDriver(client: client, notification: notification, tokens: tokens))
+extension Outgoing {
+    init(_ message: Message<Context>) {
+        self.init(token: message.token, message: message.notification.makeCMessage(),
+                  environment: message.environment, apnsID: message.apnsID, context: message.context)
     }
+}
 
-    public struct Iterator: AsyncIteratorProtocol {
-        let driver: BatchDriver
-
-        public mutating func next() async -> DeliveryResult? {
-            await driver.next()
-        }
-    }
+/// Drops the batch's reference to its shared C message when the batch's input goes.
+private final class ReleaseOnDeinit: @unchecked Sendable {
+    let message: OpaquePointer
+    init(_ message: OpaquePointer) { self.message = message }
+    deinit { capns_message_release(message) }
 }
 
 /// What the transport did so far.
@@ -122,17 +155,20 @@ public struct Statistics: Sendable, Hashable {
     public let jwtSignatures: Int
 
     // Clamped: a counter glitch in C must never crash the process reading it.
-    init(_ s: capns_sender_stats, signatures: Int) {
-        connectionsOpened = Int(clamping: s.connections_opened)
-        connectionsLost = Int(clamping: s.connections_lost)
-        goawaysReceived = Int(clamping: s.goaways_received)
-        requestsStarted = Int(clamping: s.requests_started)
-        notProcessed = Int(clamping: s.not_processed)
-        timedOut = Int(clamping: s.timed_out)
-        bytesSent = Int(clamping: s.bytes_sent)
-        bytesReceived = Int(clamping: s.bytes_received)
-        serverMaxStreams = Int(clamping: s.server_max_streams)
-        peakStreams = Int(clamping: s.peak_streams)
+    init(_ lanes: [capns_sender_stats], signatures: Int) {
+        func sum(_ field: (capns_sender_stats) -> UInt64) -> Int {
+            lanes.reduce(0) { $0 &+ Int(clamping: field($1)) }
+        }
+        connectionsOpened = sum(\.connections_opened)
+        connectionsLost = sum(\.connections_lost)
+        goawaysReceived = sum(\.goaways_received)
+        requestsStarted = sum(\.requests_started)
+        notProcessed = sum(\.not_processed)
+        timedOut = sum(\.timed_out)
+        bytesSent = sum(\.bytes_sent)
+        bytesReceived = sum(\.bytes_received)
+        serverMaxStreams = lanes.map { Int(clamping: $0.server_max_streams) }.max() ?? 0
+        peakStreams = lanes.map { Int(clamping: $0.peak_streams) }.max() ?? 0
         jwtSignatures = signatures
     }
 }

@@ -26,6 +26,19 @@ public enum Environment: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(host):\(port)" }
 }
 
+/// A host and port to connect to.
+public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    public var description: String { "\(host):\(port)" }
+}
+
 /// Which HTTP/2 engine carries the requests.
 public enum Transport: String, Sendable, CaseIterable {
     /// libcurl's multi interface with nghttp2: kept for comparison (BENCHMARKS.md).
@@ -40,7 +53,12 @@ public enum Transport: String, Sendable, CaseIterable {
 extension APNsClient {
     public struct Configuration: Sendable {
         public var credentials: Credentials
+        /// Where a send that names no environment goes.
         public var environment: Environment
+        /// Where `.sandbox` sends connect instead of api.sandbox.push.apple.com:443 (a mock).
+        public var sandboxEndpoint: Endpoint?
+        /// Where `.production` sends connect instead of api.push.apple.com:443 (a mock, or port 2197).
+        public var productionEndpoint: Endpoint?
         /// A CA (PEM) to trust on top of the system's, e.g. a mock's. Verification is always on.
         public var caFile: String?
         public var transport: Transport
@@ -62,7 +80,8 @@ extension APNsClient {
                     transport: Transport = .nghttp2, connections: Int = 1, maxInFlight: Int = 1000,
                     connectTimeout: Duration = .seconds(10), requestTimeout: Duration = .seconds(30),
                     pingInterval: Duration = .seconds(30), retry: RetryPolicy = .default,
-                    logger: Logger = Logger(label: "apns")) {
+                    logger: Logger = Logger(label: "apns"),
+                    sandboxEndpoint: Endpoint? = nil, productionEndpoint: Endpoint? = nil) {
             self.credentials = credentials
             self.environment = environment
             self.caFile = caFile
@@ -74,6 +93,17 @@ extension APNsClient {
             self.pingInterval = pingInterval
             self.retry = retry
             self.logger = logger
+            self.sandboxEndpoint = sandboxEndpoint
+            self.productionEndpoint = productionEndpoint
+        }
+
+        /// Where requests for `environment` connect.
+        func endpoint(for environment: Environment) -> Endpoint {
+            switch environment {
+            case .sandbox: sandboxEndpoint ?? Endpoint(host: environment.host, port: environment.port)
+            case .production: productionEndpoint ?? Endpoint(host: environment.host, port: environment.port)
+            case .custom(let host, let port): Endpoint(host: host, port: port)
+            }
         }
     }
 }
@@ -87,6 +117,15 @@ struct ClientMetrics: Sendable {
 
     func failed(_ reason: String) -> Counter {
         Counter(label: "apns_notifications_failed_total", dimensions: [("reason", reason)])
+    }
+
+    func record(_ result: DeliveryResult) {
+        if result.isDelivered {
+            delivered.increment()
+        } else {
+            failed(result.reason?.rawValue ?? (result.status == 0 ? "NoAnswer" : "\(result.status)")).increment()
+        }
+        if result.attempts > 0 { latency.record(duration: result.latency) }
     }
 }
 

@@ -1,26 +1,38 @@
 import CAPNs
 import Synchronization
 
-/// One C sender: the HTTP/2 connection(s) to one environment and the thread that
+/// One C sender: the HTTP/2 connection(s) to one endpoint and the thread that
 /// drives them. Requests go in with `submit`; answers come back on the sender
-/// thread and are routed to the batch that sent them (`Router`).
+/// thread, in batches, to `onComplete`.
+///
+/// Not thread-safe on its own by design: its one owner (`Lane`) calls `submit` and
+/// `setAuthorization` only under its lock, and `destroy` only after setting, under
+/// that same lock, the flag that stops every further call. That is what makes a
+/// call into a freed C sender impossible (issue #13, defect 2).
 final class Connection: Sendable {
-    // Owned by this object; the C API is safe to call from any thread.
     nonisolated(unsafe) private let sender: OpaquePointer
-    let router: Router
     private let destroyed = Atomic<Bool>(false)
     private let final = Mutex<capns_sender_stats?>(nil)
+    /// Keeps the completion handler alive for as long as the C thread may call it.
+    private let handler: CompletionHandler
 
-    init(configuration c: APNsClient.Configuration, router: Router) throws(APNsError) {
-        self.router = router
+    /// Receives the sender thread's completion batches.
+    final class CompletionHandler: Sendable {
+        let body: @Sendable (UnsafeBufferPointer<capns_completion>) -> Void
+        init(_ body: @escaping @Sendable (UnsafeBufferPointer<capns_completion>) -> Void) { self.body = body }
+    }
+
+    init(configuration c: APNsClient.Configuration, endpoint: Endpoint,
+         onComplete: @escaping @Sendable (UnsafeBufferPointer<capns_completion>) -> Void) throws(APNsError) {
+        handler = CompletionHandler(onComplete)
         var err = [CChar](repeating: 0, count: Int(CAPNS_ERR_MAX))
-        let host = c.environment.host, caFile = c.caFile
-        let created: OpaquePointer? = host.withCString { hostPtr in
+        let caFile = c.caFile, ctx = Unmanaged.passUnretained(handler).toOpaque()
+        let created: OpaquePointer? = endpoint.host.withCString { hostPtr in
             withOptionalCString(caFile) { caPtr in
                 var cfg = capns_sender_config()
                 cfg.transport = c.transport == .nghttp2 ? CAPNS_TRANSPORT_NGHTTP2 : CAPNS_TRANSPORT_CURL
                 cfg.host = hostPtr
-                cfg.port = UInt16(clamping: c.environment.port)
+                cfg.port = UInt16(clamping: endpoint.port)
                 cfg.ca_file = caPtr
                 cfg.connections = Int32(max(1, c.connections))
                 cfg.max_outstanding = Int32(clamping: c.outstandingLimit)
@@ -30,10 +42,10 @@ final class Connection: Sendable {
                 cfg.ping_interval_ms = Int32(clamping: c.pingInterval.milliseconds)
                 cfg.on_complete = { ctx, batch, count in
                     guard let ctx, let batch else { return }
-                    Unmanaged<Router>.fromOpaque(ctx).takeUnretainedValue()
-                        .deliver(UnsafeBufferPointer(start: batch, count: count))
+                    Unmanaged<CompletionHandler>.fromOpaque(ctx).takeUnretainedValue()
+                        .body(UnsafeBufferPointer(start: batch, count: count))
                 }
-                cfg.ctx = Unmanaged.passUnretained(router).toOpaque()
+                cfg.ctx = ctx
                 return capns_sender_create(&cfg, &err, err.count)
             }
         }
@@ -45,15 +57,14 @@ final class Connection: Sendable {
 
     /// Hands requests to the sender thread; returns how many it took. `resend`: they
     /// were sent before and not processed, and go ahead of requests not sent yet.
-    func submit(_ requests: UnsafeBufferPointer<capns_request>, resend: Bool = false) -> Int {
+    /// Only under the owner's lock, never after `destroy`.
+    func submit(_ requests: UnsafeBufferPointer<capns_request>, resend: Bool) -> Int {
         guard let base = requests.baseAddress, !requests.isEmpty else { return 0 }
-        router.willSubmit(requests.count)
-        let taken = resend ? capns_sender_resubmit(sender, base, requests.count)
-                           : capns_sender_submit(sender, base, requests.count)
-        if taken < requests.count { router.willSubmit(taken - requests.count) }
-        return taken
+        return resend ? capns_sender_resubmit(sender, base, requests.count)
+                      : capns_sender_submit(sender, base, requests.count)
     }
 
+    /// Only under the owner's lock, never after `destroy`.
     func setAuthorization(_ jwt: String) {
         capns_sender_set_authorization(sender, jwt)
     }
@@ -69,11 +80,12 @@ final class Connection: Sendable {
         }
     }
 
-    /// Stops the thread; unanswered requests complete as cancelled first.
+    /// Stops the thread; unanswered requests complete as cancelled first, through
+    /// the handler, on the sender thread: the caller must not hold a lock the
+    /// handler takes.
     func destroy() {
         if destroyed.exchange(true, ordering: .acquiringAndReleasing) { return }
         final.withLock { last in
-            // After a drain nothing changes but the teardown itself: keep the figures.
             var stats = capns_sender_stats()
             capns_sender_get_stats(sender, &stats)
             capns_sender_destroy(sender)
@@ -88,172 +100,24 @@ func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) 
     return s.withCString(body)
 }
 
-/// A completion as Swift keeps it: the slot it answers and what happened.
-struct Completion: Sendable {
-    let slot: Int
-    let outcome: capns_outcome
-    let status: Int
-    let timestamp: Int64?
-    let uniqueID: String?
-    let reason: Reason?
-    let error: String?
+/// A completion's text fields, read only when a result needs them.
+extension capns_completion {
+    /// The slot a request was submitted from (its tag).
+    var slot: Int { Int(tag & 0xFFFF_FFFF) }
+    var outcomeValue: capns_outcome { capns_outcome(rawValue: UInt32(bitPattern: outcome)) }
+    var timestampValue: Int64? { timestamp_ms >= 0 ? timestamp_ms : nil }
 
-    init(_ c: capns_completion) {
-        var c = c
-        slot = Int(c.tag & 0xFFFF_FFFF)
-        outcome = capns_outcome(rawValue: UInt32(bitPattern: c.outcome))
-        status = Int(c.status)
-        timestamp = c.timestamp_ms >= 0 ? c.timestamp_ms : nil
-        uniqueID = Completion.string(&c.unique_id)
-        reason = Completion.string(&c.reason).map(Reason.init(rawValue:))
-        error = Completion.string(&c.error)
-    }
-
-    private static func string<T>(_ tuple: inout T) -> String? {
-        withUnsafeBytes(of: &tuple) { raw -> String? in
-            guard raw.first != 0 else { return nil }
-            let bytes = raw.prefix { $0 != 0 }
-            return String(decoding: bytes, as: UTF8.self)
-        }
-    }
+    var reasonValue: Reason? { capnsString(reason).map(Reason.init(rawValue:)) }
+    var uniqueIDValue: String? { capnsString(unique_id) }
+    var errorValue: String? { capnsString(error) }
 }
 
-/// Routes completions from the sender thread to the batches that sent them, and
-/// counts what is outstanding so that shutdown can wait for it.
-final class Router: Sendable {
-    private struct State {
-        var inboxes: [UInt32: Inbox] = [:]
-        var nextID: UInt32 = 1
-        var outstanding = 0
-        var drainWaiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let state = Mutex(State())
-
-    /// A new inbox under an id no live batch uses (the id is the high half of a tag).
-    func makeInbox() -> Inbox {
-        state.withLock { s in
-            repeat { s.nextID &+= 1 } while s.nextID == 0 || s.inboxes[s.nextID] != nil
-            let inbox = Inbox(id: s.nextID)
-            s.inboxes[s.nextID] = inbox
-            return inbox
-        }
-    }
-
-    func unregister(_ id: UInt32) {
-        _ = state.withLock { $0.inboxes.removeValue(forKey: id) }
-    }
-
-    func willSubmit(_ count: Int) {
-        state.withLock { $0.outstanding += count }
-    }
-
-    /// On the sender thread: one lock round trip per C batch, one per batch inbox.
-    func deliver(_ batch: UnsafeBufferPointer<capns_completion>) {
-        var groups: [UInt32: [Completion]] = [:]
-        for c in batch { groups[UInt32(truncatingIfNeeded: c.tag >> 32), default: []].append(Completion(c)) }
-        let (targets, waiters) = state.withLock { s -> ([(Inbox, [Completion])], [CheckedContinuation<Void, Never>]) in
-            s.outstanding -= batch.count
-            var waiters: [CheckedContinuation<Void, Never>] = []
-            if s.outstanding == 0 { swap(&waiters, &s.drainWaiters) }
-            // Room was freed: batches that could not submit everything try again.
-            let targets = groups.compactMap { id, items in s.inboxes[id].map { ($0, items) } }
-            for inbox in s.inboxes.values where groups[inbox.id] == nil { inbox.pokeIfStarved() }
-            return (targets, waiters)
-        }
-        for (inbox, items) in targets { inbox.push(items) }
-        for w in waiters { w.resume() }
-    }
-
-    /// Returns once every submitted request has completed.
-    func drained() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { s -> Bool in
-                if s.outstanding == 0 { return true }
-                s.drainWaiters.append(c)
-                return false
-            }
-            if done { c.resume() }
-        }
-    }
-}
-
-/// Where one batch's completions wait for its consumer. The sender thread pushes;
-/// the consumer takes them all at once, or sleeps until there are some.
-final class Inbox: Sendable {
-    private struct State {
-        var items: [Completion] = []
-        var waiter: CheckedContinuation<Void, Never>?
-        var poked = false
-        var starved = false
-
-        mutating func takeWaiter() -> CheckedContinuation<Void, Never>? {
-            guard let w = waiter else { return nil }
-            waiter = nil
-            poked = false
-            return w
-        }
-    }
-
-    private let state = Mutex(State())
-    let id: UInt32
-
-    init(id: UInt32) { self.id = id }
-
-    func push(_ items: [Completion]) {
-        let waiter = state.withLock { s in
-            s.items.append(contentsOf: items)
-            s.starved = false
-            return s.takeWaiter()
-        }
-        waiter?.resume()
-    }
-
-    /// Wakes the consumer: a retry fell due, or the task was cancelled.
-    func poke() {
-        let waiter = state.withLock { s in
-            s.poked = true
-            return s.takeWaiter()
-        }
-        waiter?.resume()
-    }
-
-    func pokeIfStarved() {
-        let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
-            guard s.starved else { return nil }
-            s.starved = false
-            s.poked = true
-            return s.takeWaiter()
-        }
-        waiter?.resume()
-    }
-
-    /// The consumer could not submit everything: wake it when room frees up.
-    func markStarved() {
-        state.withLock { $0.starved = true }
-    }
-
-    func take() -> [Completion] {
-        state.withLock { s in
-            var items: [Completion] = []
-            swap(&items, &s.items)
-            return items
-        }
-    }
-
-    /// Sleeps until completions arrive or a poke.
-    func wait() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { s -> Bool in
-                if !s.items.isEmpty || s.poked {
-                    s.poked = false
-                    return true
-                }
-                s.waiter = c
-                return false
-            }
-            if now { c.resume() }
-        }
+/// A fixed C char array (imported as a tuple) as a String; nil when empty.
+private func capnsString<T>(_ tuple: T) -> String? {
+    var tuple = tuple
+    return withUnsafeBytes(of: &tuple) { raw -> String? in
+        guard raw.first != 0 else { return nil }
+        return String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
     }
 }
 

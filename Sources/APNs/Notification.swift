@@ -16,6 +16,9 @@ public struct Notification: Sendable, Hashable {
         case collapseIDTooLong(bytes: Int)
         case priorityNotAllowed(Priority, PushType)
         case negativeExpiration
+        /// A control character (below 0x20, or 0x7f) in a header value: it could
+        /// split the header and inject another one (issue #13).
+        case invalidHeaderValue(field: String)
 
         public var description: String {
             switch self {
@@ -26,6 +29,7 @@ public struct Notification: Sendable, Hashable {
             case .priorityNotAllowed(let p, let type):
                 "priority \(p.rawValue) is not allowed for \(type.rawValue) pushes (use 5 or 1)"
             case .negativeExpiration: "expiration must be a UNIX time in seconds, 0 or later"
+            case .invalidHeaderValue(let field): "\(field) has a control character (CR, LF, TAB, ...); header values cannot carry them"
             }
         }
     }
@@ -34,6 +38,8 @@ public struct Notification: Sendable, Hashable {
                 expiration: Expiration? = nil, collapseID: String? = nil, payload: Payload) throws(Notification.Error) {
         let bundle = topic.trimmingSpaces
         guard !bundle.isEmpty else { throw .missingTopic }
+        guard Notification.isHeaderValue(bundle) else { throw .invalidHeaderValue(field: "apns-topic") }
+        if let collapseID, !Notification.isHeaderValue(collapseID) { throw .invalidHeaderValue(field: "apns-collapse-id") }
         guard payload.count <= pushType.payloadLimit else {
             throw .payloadTooLarge(size: payload.count, limit: pushType.payloadLimit, pushType: pushType)
         }
@@ -48,6 +54,13 @@ public struct Notification: Sendable, Hashable {
         self.expiration = expiration
         self.collapseID = collapseID
         self.payload = payload
+    }
+}
+
+extension Notification {
+    /// True when `value` has no byte below 0x20 and no 0x7f (DEL).
+    static func isHeaderValue(_ value: String) -> Bool {
+        value.utf8.allSatisfy { $0 >= 0x20 && $0 != 0x7f }
     }
 }
 

@@ -22,12 +22,10 @@ final class ProviderToken: Sendable {
     private let credentials: Credentials
     private let state: Mutex<Current?> = Mutex(nil)
     private let signatures = Atomic<Int>(0)
-    /// Told of every new token, to hand it to the transport.
-    private let install: @Sendable (String) -> Void
 
-    init(credentials: Credentials, install: @escaping @Sendable (String) -> Void) {
+    /// The owner hands each new generation to its transport (`Lane.submit`).
+    init(credentials: Credentials) {
         self.credentials = credentials
-        self.install = install
     }
 
     /// JWT signatures made so far.
@@ -56,8 +54,6 @@ final class ProviderToken: Sendable {
             let jwt = try credentials.key.sign(keyID: credentials.keyID, teamID: credentials.teamID, issuedAt: iat)
             let next = Current(jwt: jwt, generation: (state?.generation ?? 0) + 1, issuedAt: iat)
             state = next
-            // Under the lock, so the transport never gets an older token after a newer one.
-            install(jwt)
             return (next, true)
         }
         if fresh { signatures.add(1, ordering: .relaxed) }

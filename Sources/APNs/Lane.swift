@@ -1,0 +1,619 @@
+import CAPNs
+import Logging
+import Synchronization
+
+/// One environment's share of the engine: its connection (one C sender), its
+/// provider token, and a fixed table of request slots that every send to that
+/// environment goes through, whatever its kind: a single call, a batch, a stream
+/// of messages.
+///
+/// Per-request cost is O(1): a slot is taken from a free list, filled and
+/// submitted. The table never grows: a caller who finds it full suspends in a
+/// FIFO queue (cancellable) and is handed the next slot that frees; a batch asks
+/// to be woken instead. So a burst of 20,000 single sends costs 20,000 suspended
+/// tasks, not 20,000 windows.
+///
+/// Answers are judged here, on the sender thread, as they arrive: retries and
+/// resends go straight back to the transport without a hop through the caller;
+/// only a final result leaves the lane.
+///
+/// Every C call (submit, set authorization) is made under `state`'s lock, and
+/// `destroy` sets `destroyed` under that lock before freeing the C sender: no
+/// call can reach a freed sender. `destroy` itself runs outside the lock, since
+/// the sender thread takes it to deliver the last completions.
+final class Lane: Sendable {
+    let environment: Environment
+    let endpoint: Endpoint
+    let capacity: Int
+    let providerToken: ProviderToken
+    private let connection: Connection
+    private let configuration: APNsClient.Configuration
+    private let metrics: ClientMetrics
+    private let clock = ContinuousClock()
+    private let state: Mutex<State>
+    /// Per slot, the NUL-terminated token and apns-id a submitted request points at.
+    /// Written only under the lock, for a slot that lock gives exclusive use of.
+    nonisolated(unsafe) private let arena: UnsafeMutablePointer<CChar>
+
+    private static let tokenStride = Int(CAPNS_TOKEN_MAX) + 1
+    private static let idStride = Int(CAPNS_UUID_LEN) + 1
+    private static let slotStride = tokenStride + idStride
+    /// A server that refuses the same request this often is not going to take it.
+    private static let maxRefusals = 16
+
+    init(environment: Environment, configuration: APNsClient.Configuration,
+         metrics: ClientMetrics) throws(APNsError) {
+        self.environment = environment
+        self.endpoint = configuration.endpoint(for: environment)
+        self.configuration = configuration
+        self.metrics = metrics
+        capacity = configuration.outstandingLimit
+        providerToken = ProviderToken(credentials: configuration.credentials)
+        state = Mutex(State(capacity: capacity))
+        arena = .allocate(capacity: capacity * Lane.slotStride)
+        // The C thread reaches the lane through this box, filled once `self` exists;
+        // it can call only after the first submit, which needs `self`.
+        let box = LaneBox()
+        do {
+            connection = try Connection(configuration: configuration, endpoint: endpoint) { batch in
+                box.lane.complete(batch)
+            }
+        } catch {
+            arena.deallocate()
+            throw error
+        }
+        box.lane = self
+    }
+
+    deinit {
+        connection.destroy()
+        state.withLock { s in
+            for slot in s.slots where slot.message != nil { capns_message_release(slot.message) }
+        }
+        arena.deallocate()
+    }
+
+    // MARK: - Slots and their owners
+
+    /// Who is told a request's final result.
+    enum Owner: Sendable {
+        /// One `send(_:to:)` call, suspended until its answer.
+        case caller(CheckedContinuation<DeliveryResult, Never>)
+        /// A batch; the ticket is the batch's own handle on the request.
+        case batch(BatchInbox, ticket: Int)
+    }
+
+    /// What a caller hands the lane to send: a validated token, its message (one
+    /// reference, which the lane takes over) and an apns-id if the caller has one.
+    struct Request: @unchecked Sendable {   // the C message is immutable and reference counted
+        let token: String
+        let message: OpaquePointer
+        let apnsID: String?
+    }
+
+    private struct Slot {
+        var token = ""
+        var message: OpaquePointer?
+        var owner: Owner?
+        var attempts = 0
+        /// Attempts the server did not process (GOAWAY, REFUSED_STREAM, lost connection):
+        /// safe to repeat, so they have a budget of their own.
+        var refusals = 0
+        /// The latest attempt was one of those: the next goes ahead of new requests.
+        var notProcessed = false
+        /// The owner stopped waiting: no retry, no resend; an answer in flight still counts.
+        var cancelled = false
+        var firstSent: ContinuousClock.Instant?
+        /// The provider token generation of the latest attempt.
+        var generation = 0
+        /// Bumped on every reuse, so a late cancellation cannot touch the next owner.
+        var serial: UInt32 = 0
+    }
+
+    private struct Retry {
+        let due: ContinuousClock.Instant
+        let slot: Int
+    }
+
+    private enum Waiter {
+        case caller(id: Int, CheckedContinuation<Acquired, Never>)
+        case batch(BatchInbox)
+    }
+
+    enum Acquired: Sendable {
+        case slot(Int, serial: UInt32)
+        case closed
+        case cancelled
+    }
+
+    private struct State {
+        var slots: [Slot]
+        var free: [Int]
+        /// Invariant: a caller waits only while `free` is empty; a slot that frees goes
+        /// to the first waiting caller directly, and wakes every batch before it.
+        var waiters: [Waiter] = []
+        var waitersHead = 0
+        var nextWaiterID = 0
+        var retries: [Retry] = []
+        var timerDue: ContinuousClock.Instant?
+        var rng = RequestRandom()
+        var busy = 0
+        var installedGeneration = 0
+        /// Shutdown began: nothing new starts; what is in flight finishes.
+        var closed = false
+        /// The C sender is (being) freed: no C call may be made.
+        var destroyed = false
+        var drainWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Set when a request used up its attempts without reaching the server; until
+        /// the next answer, connection failures end requests at once instead of retrying.
+        var unreachable: String?
+
+        init(capacity: Int) {
+            slots = Array(repeating: Slot(), count: capacity)
+            free = Array((0..<capacity).reversed())
+        }
+
+        var hasWaiters: Bool { waitersHead < waiters.count }
+
+        mutating func popWaiter() -> Waiter? {
+            guard hasWaiters else { return nil }
+            let w = waiters[waitersHead]
+            waitersHead += 1
+            if waitersHead == waiters.count {
+                waiters.removeAll(keepingCapacity: true)
+                waitersHead = 0
+            }
+            return w
+        }
+
+        mutating func take() -> (Int, UInt32)? {
+            guard let slot = free.popLast() else { return nil }
+            busy += 1
+            slots[slot].serial &+= 1
+            return (slot, slots[slot].serial)
+        }
+    }
+
+    /// What a locked section decided and must be done after unlocking: resume
+    /// tasks, hand results over, record metrics.
+    private struct Effects {
+        var finals: [(Owner, DeliveryResult, unreachable: Bool)] = []
+        var handoffs: [(CheckedContinuation<Acquired, Never>, Acquired)] = []
+        var pokes: [BatchInbox] = []
+        var drained: [CheckedContinuation<Void, Never>] = []
+
+        func run(_ metrics: ClientMetrics) {
+            var byInbox: [(BatchInbox, [BatchInbox.Item])] = []
+            for (owner, result, unreachable) in finals {
+                metrics.record(result)
+                switch owner {
+                case .caller(let c):
+                    c.resume(returning: result)
+                case .batch(let inbox, let ticket):
+                    let item = BatchInbox.Item(ticket: ticket, result: result, unreachable: unreachable)
+                    if let k = byInbox.firstIndex(where: { $0.0 === inbox }) {
+                        byInbox[k].1.append(item)
+                    } else {
+                        byInbox.append((inbox, [item]))
+                    }
+                }
+            }
+            for (inbox, items) in byInbox { inbox.push(items) }
+            for (c, acquired) in handoffs { c.resume(returning: acquired) }
+            for inbox in pokes { inbox.poke() }
+            for c in drained { c.resume() }
+        }
+    }
+
+    // MARK: - Sending
+
+    /// Sends one request and waits for its final result. Waits for a slot first
+    /// when the table is full; cancelled while waiting, it is never sent.
+    func send(_ request: Request) async -> DeliveryResult {
+        var acquired = state.withLock { s -> Acquired? in
+            if s.closed { return .closed }
+            return s.take().map { .slot($0.0, serial: $0.1) }
+        }
+        if acquired == nil { acquired = await waitForSlot() }
+        guard case .slot(let slot, let serial)? = acquired else {
+            capns_message_release(request.message)
+            let why = acquired.map { if case .cancelled = $0 { "cancelled before it was sent" } else { APNsError.shutDown.description } }
+            let result = DeliveryResult(token: request.token, apnsID: nil, status: 0, reason: nil, attempts: 0, error: why)
+            metrics.record(result)
+            return result
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<DeliveryResult, Never>) in
+                var fx = Effects()
+                state.withLock { s in
+                    fill(&s, slot: slot, request, owner: .caller(c))
+                    submit(&s, [slot], resend: false, &fx)
+                }
+                fx.run(metrics)
+            }
+        } onCancel: {
+            state.withLock { s in
+                if s.slots[slot].serial == serial { s.slots[slot].cancelled = true }
+            }
+        }
+    }
+
+    private func waitForSlot() async -> Acquired {
+        let id = state.withLock { s -> Int in
+            s.nextWaiterID &+= 1
+            return s.nextWaiterID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Acquired, Never>) in
+                let now = state.withLock { s -> Acquired? in
+                    if s.closed { return .closed }
+                    if Task.isCancelled { return .cancelled }
+                    if let (slot, serial) = s.take() { return .slot(slot, serial: serial) }
+                    s.waiters.append(.caller(id: id, c))
+                    return nil
+                }
+                if let now { c.resume(returning: now) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { s -> CheckedContinuation<Acquired, Never>? in
+                guard let k = s.waiters[s.waitersHead...].firstIndex(where: {
+                    if case .caller(id, _) = $0 { true } else { false }
+                }), case .caller(_, let c) = s.waiters[k] else { return nil }
+                s.waiters.remove(at: k)
+                return c
+            }
+            waiter?.resume(returning: .cancelled)
+        }
+    }
+
+    /// How a batch's attempt to start requests went.
+    enum Started {
+        /// This many were started (the first ones), all there was room for.
+        case started(Int)
+        case closed
+    }
+
+    /// Starts as many of `requests` as there are free slots, in one submit. For
+    /// each started one, `ticket(i)` names it to the batch. When some did not fit,
+    /// the batch is woken once a slot frees.
+    func start(_ requests: ArraySlice<Request>, for inbox: BatchInbox, ticket: (Int) -> Int) -> Started {
+        var fx = Effects()
+        let result = state.withLock { s -> Started in
+            if s.closed { return .closed }
+            var started: [Int] = []
+            started.reserveCapacity(min(requests.count, s.free.count))
+            for (i, request) in zip(requests.indices, requests) {
+                guard let (slot, _) = s.take() else { break }
+                fill(&s, slot: slot, request, owner: .batch(inbox, ticket: ticket(i)))
+                started.append(slot)
+            }
+            if started.count < requests.count { s.waiters.append(.batch(inbox)) }
+            submit(&s, started, resend: false, &fx)
+            return .started(started.count)
+        }
+        fx.run(metrics)
+        return result
+    }
+
+    /// The batch stopped: nothing of it is sent again; answers in flight still count.
+    func cancel(_ inbox: BatchInbox) {
+        var fx = Effects()
+        state.withLock { s in
+            for slot in s.slots.indices {
+                if case .batch(let owner, _)? = s.slots[slot].owner, owner === inbox { s.slots[slot].cancelled = true }
+            }
+            let (mine, others) = s.retries.partitioned { s.slots[$0.slot].cancelled }
+            s.retries = others
+            for r in mine { finish(&s, r.slot, status: 0, reason: nil, error: "cancelled before it was sent again", &fx) }
+        }
+        fx.run(metrics)
+    }
+
+    private func fill(_ s: inout State, slot: Int, _ request: Request, owner: Owner) {
+        s.slots[slot].token = request.token
+        s.slots[slot].message = request.message
+        s.slots[slot].owner = owner
+        let base = arena + slot * Lane.slotStride
+        var n = 0
+        for byte in request.token.utf8 {
+            base[n] = CChar(bitPattern: byte)
+            n += 1
+        }
+        base[n] = 0
+        let id = base + Lane.tokenStride
+        if let given = request.apnsID {
+            var k = 0
+            for byte in given.utf8 {
+                id[k] = CChar(bitPattern: byte)
+                k += 1
+            }
+            id[k] = 0
+        } else {
+            writeRandomUUID(id, using: &s.rng)
+        }
+    }
+
+    /// Hands these slots' requests to the transport, or ends them when it is gone.
+    private func submit(_ s: inout State, _ run: [Int], resend: Bool, _ fx: inout Effects) {
+        guard !run.isEmpty else { return }
+        guard !s.destroyed else {
+            for slot in run { finish(&s, slot, status: 0, reason: nil, error: APNsError.shutDown.description, &fx) }
+            return
+        }
+        let current: ProviderToken.Current
+        do {
+            current = try providerToken.current()
+        } catch {
+            for slot in run { finish(&s, slot, status: 0, reason: nil, error: error.description, &fx) }
+            return
+        }
+        // Never an older token after a newer one: generations only go up here.
+        if current.generation > s.installedGeneration {
+            connection.setAuthorization(current.jwt)
+            s.installedGeneration = current.generation
+        }
+        let taken = withUnsafeTemporaryAllocation(of: capns_request.self, capacity: run.count) { reqs in
+            for (k, slot) in run.enumerated() {
+                let base = arena + slot * Lane.slotStride
+                reqs[k] = capns_request(tag: UInt64(slot), message: s.slots[slot].message,
+                                        token: UnsafePointer(base), apns_id: UnsafePointer(base + Lane.tokenStride))
+            }
+            return connection.submit(UnsafeBufferPointer(reqs), resend: resend)
+        }
+        let now = clock.now
+        for slot in run.prefix(taken) {
+            s.slots[slot].attempts += 1
+            s.slots[slot].generation = current.generation
+            s.slots[slot].notProcessed = false
+            if s.slots[slot].firstSent == nil { s.slots[slot].firstSent = now }
+        }
+        // The table is no larger than the C queue, so this happens only while it stops.
+        for slot in run.dropFirst(taken) {
+            finish(&s, slot, status: 0, reason: nil, error: APNsError.shutDown.description, &fx)
+        }
+        metrics.sent.increment(by: Int64(taken))
+    }
+
+    // MARK: - Answers (on the sender thread)
+
+    private func complete(_ batch: UnsafeBufferPointer<capns_completion>) {
+        var fx = Effects()
+        state.withLock { s in
+            let now = clock.now
+            var resends: [Int] = [], again: [Int] = []
+            for c in batch {
+                let slot = c.slot
+                switch c.outcomeValue {
+                case CAPNS_ANSWERED:
+                    s.unreachable = nil
+                    answered(&s, slot, c, now: now, again: &again, &fx)
+                case CAPNS_NOT_PROCESSED:
+                    // The server did not act on it: send again at once, ahead of new requests.
+                    s.slots[slot].refusals += 1
+                    s.slots[slot].notProcessed = true
+                    retry(&s, slot, after: .zero, now: now, c, status: 0, again: &resends, &fx)
+                case CAPNS_TIMED_OUT:
+                    retry(&s, slot, after: backoff(&s, slot), now: now, c, status: 0, again: &again, &fx)
+                case CAPNS_CONNECT_FAILED:
+                    let slotState = s.slots[slot]
+                    if let unreachable = s.unreachable {
+                        finish(&s, slot, status: 0, reason: nil, error: unreachable, unreachable: true, &fx)
+                    } else if slotState.attempts - slotState.refusals >= configuration.retry.maxAttempts {
+                        // Attempts a server refused unprocessed (a GOAWAY, a reset) say nothing
+                        // about reaching it: only the others count towards giving up on it.
+                        let why = c.errorValue ?? "cannot connect to \(endpoint)"
+                        s.unreachable = why
+                        configuration.logger.error("\(why)")
+                        finish(&s, slot, status: 0, reason: nil, error: why, unreachable: true, &fx)
+                    } else {
+                        retry(&s, slot, after: backoff(&s, slot), now: now, c, status: 0, again: &again, &fx)
+                    }
+                default:
+                    finish(&s, slot, status: 0, reason: nil, error: c.errorValue ?? "cancelled", &fx)
+                }
+            }
+            submit(&s, resends, resend: true, &fx)
+            submit(&s, again, resend: false, &fx)
+            armTimer(&s)
+        }
+        fx.run(metrics)
+    }
+
+    private func answered(_ s: inout State, _ slot: Int, _ c: capns_completion, now: ContinuousClock.Instant,
+                          again: inout [Int], _ fx: inout Effects) {
+        let status = Int(c.status)
+        if status == 200 {
+            finish(&s, slot, status: 200, reason: nil, uniqueID: c.uniqueIDValue, &fx)
+            return
+        }
+        let reason = c.reasonValue
+        switch Disposition(status: status, reason: reason) {
+        case .final:
+            finish(&s, slot, status: status, reason: reason, timestamp: c.timestampValue,
+                   uniqueID: c.uniqueIDValue, &fx)
+        case .retryAfterBackoff:
+            retry(&s, slot, after: backoff(&s, slot), now: now, c, status: status, again: &again, &fx)
+        case .refreshTokenAndRetry:
+            do {
+                _ = try providerToken.expired(generation: s.slots[slot].generation)
+                retry(&s, slot, after: .zero, now: now, c, status: status, again: &again, &fx)
+            } catch {
+                finish(&s, slot, status: status, reason: reason, error: error.description, &fx)
+            }
+        }
+    }
+
+    /// Schedules another attempt, or ends the request with its last answer when its
+    /// attempts are used up or its owner stopped waiting.
+    private func retry(_ s: inout State, _ slot: Int, after delay: Duration, now: ContinuousClock.Instant,
+                       _ last: capns_completion, status: Int, again: inout [Int], _ fx: inout Effects) {
+        let slotState = s.slots[slot]
+        let answered = slotState.attempts - slotState.refusals
+        guard answered < configuration.retry.maxAttempts, slotState.refusals <= Lane.maxRefusals,
+              !slotState.cancelled
+        else {
+            finish(&s, slot, status: status, reason: last.reasonValue, timestamp: last.timestampValue,
+                   error: status == 0 ? last.errorValue : nil, &fx)
+            return
+        }
+        metrics.retries.increment()
+        if configuration.logger.logLevel <= .debug {
+            configuration.logger.debug("retrying", metadata: [
+                "apns-id": "\(apnsID(slot))", "status": "\(status)",
+                "reason": "\(last.reasonValue?.rawValue ?? last.errorValue ?? "")", "delay": "\(delay)",
+            ])
+        }
+        if delay == .zero {
+            again.append(slot)
+        } else {
+            s.retries.append(Retry(due: now + delay, slot: slot))
+        }
+    }
+
+    private func backoff(_ s: inout State, _ slot: Int) -> Duration {
+        configuration.retry.backoff(afterAttempt: s.slots[slot].attempts, using: &s.rng)
+    }
+
+    /// Ends a request: its result goes to its owner, its slot to the next waiter.
+    private func finish(_ s: inout State, _ slot: Int, status: Int, reason: Reason?, timestamp: Int64? = nil,
+                        uniqueID: String? = nil, error: String? = nil, unreachable: Bool = false,
+                        _ fx: inout Effects) {
+        let done = s.slots[slot]
+        let latency = done.firstSent.map { clock.now - $0 } ?? .zero
+        let result = DeliveryResult(token: done.token, apnsID: done.attempts > 0 ? apnsID(slot) : nil,
+                                    uniqueID: uniqueID, status: status, reason: reason, timestamp: timestamp,
+                                    attempts: done.attempts, latency: latency, error: error)
+        if let owner = done.owner { fx.finals.append((owner, result, unreachable)) }
+        capns_message_release(done.message)
+        let serial = done.serial
+        s.slots[slot] = Slot()
+        s.slots[slot].serial = serial
+        s.busy -= 1
+        release(&s, slot, &fx)
+    }
+
+    private func release(_ s: inout State, _ slot: Int, _ fx: inout Effects) {
+        while let waiter = s.popWaiter() {
+            switch waiter {
+            case .batch(let inbox):
+                fx.pokes.append(inbox)
+            case .caller(_, let c):
+                s.busy += 1
+                s.slots[slot].serial &+= 1
+                fx.handoffs.append((c, .slot(slot, serial: s.slots[slot].serial)))
+                return
+            }
+        }
+        s.free.append(slot)
+        if s.busy == 0 {
+            fx.drained.append(contentsOf: s.drainWaiters)
+            s.drainWaiters.removeAll()
+        }
+    }
+
+    /// writeRandomUUID writes exactly CAPNS_UUID_LEN characters, as does a validated
+    /// caller's apns-id: no strlen needed.
+    private func apnsID(_ slot: Int) -> String {
+        let id = UnsafeRawPointer(arena + slot * Lane.slotStride + Lane.tokenStride)
+        return String(decoding: UnsafeRawBufferPointer(start: id, count: Int(CAPNS_UUID_LEN)), as: UTF8.self)
+    }
+
+    // MARK: - Waiting for retries
+
+    /// Makes sure something sends the retries when the earliest falls due.
+    private func armTimer(_ s: inout State) {
+        guard let earliest = s.retries.lazy.map(\.due).min() else { return }
+        if let due = s.timerDue, due <= earliest { return }
+        s.timerDue = earliest
+        Task { [self] in
+            try? await Task.sleep(until: earliest, clock: .continuous)
+            fireRetries()
+        }
+    }
+
+    private func fireRetries() {
+        var fx = Effects()
+        state.withLock { s in
+            s.timerDue = nil
+            let now = clock.now
+            let (due, waiting) = s.retries.partitioned { $0.due <= now }
+            s.retries = waiting
+            submit(&s, due.map(\.slot), resend: false, &fx)
+            armTimer(&s)
+        }
+        fx.run(metrics)
+    }
+
+    // MARK: - Shutdown
+
+    /// Nothing new starts; waiting callers end at once, waiting batches are woken to see it.
+    func close() {
+        var fx = Effects()
+        state.withLock { s in
+            s.closed = true
+            while let waiter = s.popWaiter() {
+                switch waiter {
+                case .batch(let inbox): fx.pokes.append(inbox)
+                case .caller(_, let c): fx.handoffs.append((c, .closed))
+                }
+            }
+        }
+        fx.run(metrics)
+    }
+
+    /// Returns once every request started has its final result (retries included).
+    func drained() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { s -> Bool in
+                if s.busy == 0 { return true }
+                s.drainWaiters.append(c)
+                return false
+            }
+            if done { c.resume() }
+        }
+    }
+
+    /// Frees the C sender; after this no C call is made (they end as shut down).
+    func destroy() {
+        state.withLock { $0.destroyed = true }
+        connection.destroy()
+    }
+
+    var statistics: capns_sender_stats { connection.statistics() }
+}
+
+/// How the C thread finds its lane: set once, right after the lane is made.
+private final class LaneBox: @unchecked Sendable {
+    unowned(unsafe) var lane: Lane!
+}
+
+/// A random (version 4) UUID in lower-case canonical form, CAPNS_UUID_LEN characters and a NUL.
+func writeRandomUUID(_ out: UnsafeMutablePointer<CChar>, using rng: inout RequestRandom) {
+    var bytes = (rng.next() as UInt64, rng.next() as UInt64)
+    withUnsafeMutableBytes(of: &bytes) { raw in
+        raw[6] = (raw[6] & 0x0F) | 0x40
+        raw[8] = (raw[8] & 0x3F) | 0x80
+        let hex: StaticString = "0123456789abcdef"
+        let digits = hex.utf8Start
+        var n = 0
+        for (i, b) in raw.enumerated() {
+            if i == 4 || i == 6 || i == 8 || i == 10 {
+                out[n] = CChar(UInt8(ascii: "-"))
+                n += 1
+            }
+            out[n] = CChar(bitPattern: digits[Int(b >> 4)])
+            out[n + 1] = CChar(bitPattern: digits[Int(b & 0xF)])
+            n += 2
+        }
+        out[n] = 0
+    }
+}
+
+extension Array {
+    /// The elements that match, and the rest, each in order.
+    func partitioned(_ matches: (Element) -> Bool) -> ([Element], [Element]) {
+        var yes: [Element] = [], no: [Element] = []
+        for e in self { if matches(e) { yes.append(e) } else { no.append(e) } }
+        return (yes, no)
+    }
+}

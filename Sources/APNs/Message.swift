@@ -1,0 +1,117 @@
+import CAPNs
+
+/// One notification to one device: the unit of a per-event send ("order 1234 is
+/// ready" to one customer's phone), with a value of the caller's carried back on
+/// its result (a user id, a log row id).
+public struct Message<Context: Sendable>: Sendable {
+    /// Hex digits; a malformed token gets a local result (status 0, BadDeviceToken).
+    public var token: String
+    public var notification: Notification
+    /// Where it goes; nil: the client's `configuration.environment`.
+    public var environment: Environment?
+    /// The apns-id to send it with (a canonical UUID, any case), e.g. one stored in
+    /// an outbox so that a resend after a crash carries the same one; nil: a fresh one.
+    public var apnsID: String?
+    public var context: Context
+
+    public init(token: String, notification: Notification, environment: Environment? = nil,
+                apnsID: String? = nil, context: Context) {
+        self.token = token
+        self.notification = notification
+        self.environment = environment
+        self.apnsID = apnsID
+        self.context = context
+    }
+}
+
+extension Message where Context == Void {
+    public init(token: String, notification: Notification, environment: Environment? = nil, apnsID: String? = nil) {
+        self.init(token: token, notification: notification, environment: environment, apnsID: apnsID, context: ())
+    }
+}
+
+/// A message's final result and the caller's value it carried.
+public struct MessageResult<Context: Sendable>: Sendable {
+    public let result: DeliveryResult
+    public let context: Context
+}
+
+/// The results of a batch of messages, as an async sequence: one per message, in
+/// completion order. Messages are read only as results are consumed.
+public struct MessageResults<Context: Sendable>: AsyncSequence {
+    public typealias Element = MessageResult<Context>
+    let makeBatch: () -> Batch<Context>
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(batch: makeBatch())
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        let batch: Batch<Context>
+
+        public mutating func next() async -> MessageResult<Context>? {
+            await batch.next().map { MessageResult(result: $0.0, context: $0.1) }
+        }
+    }
+}
+
+/// The results of one notification sent to many tokens: one per token, as they complete.
+public struct DeliveryResults: AsyncSequence {
+    public typealias Element = DeliveryResult
+    let makeBatch: () -> Batch<Void>
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(batch: makeBatch())
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        let batch: Batch<Void>
+
+        public mutating func next() async -> DeliveryResult? {
+            await batch.next()?.0
+        }
+    }
+}
+
+extension Notification {
+    /// The C copy of the headers and payload, with one reference for the caller.
+    func makeCMessage() -> OpaquePointer {
+        let message = topic.withCString { topic in
+            withOptionalCString(pushType.rawValue) { pushType in
+                withOptionalCString(collapseID) { collapse in
+                    payload.bytes.withUnsafeBufferPointer { body in
+                        var spec = capns_message_spec(
+                            topic: topic, push_type: pushType, priority: Int32(priority?.rawValue ?? 0),
+                            expiration: expiration?.headerValue ?? -1, collapse_id: collapse,
+                            payload: body.baseAddress, payload_len: body.count)
+                        return capns_message_create(&spec)
+                    }
+                }
+            }
+        }
+        // Every header value was checked when the notification was made: only memory can fail.
+        guard let message else { fatalError("out of memory creating a message") }
+        return message
+    }
+}
+
+/// A caller's apns-id in the form APNs wants (lower-case canonical UUID), or nil.
+func canonicalAPNsID(_ id: String) -> String? {
+    let utf8 = Array(id.utf8)
+    guard utf8.count == Int(CAPNS_UUID_LEN) else { return nil }
+    var out = [UInt8]()
+    out.reserveCapacity(utf8.count)
+    for (i, c) in utf8.enumerated() {
+        if i == 8 || i == 13 || i == 18 || i == 23 {
+            guard c == UInt8(ascii: "-") else { return nil }
+            out.append(c)
+            continue
+        }
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): out.append(c)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): out.append(c + 32)
+        default: return nil
+        }
+    }
+    return String(decoding: out, as: UTF8.self)
+}
