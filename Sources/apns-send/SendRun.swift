@@ -212,7 +212,7 @@ struct SendRun {
 
     /// The library's error without its leading "host:port: ", which the line already names.
     private func unprefixed(_ error: String) -> String {
-        let prefix = "\(settings.configuration.environment): "
+        let prefix = "\(settings.endpoints.hostPort(settings.endpoints.environment)): "
         return error.hasPrefix(prefix) ? String(error.dropFirst(prefix.count)) : error
     }
 

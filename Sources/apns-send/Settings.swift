@@ -294,9 +294,13 @@ struct Endpoints {
         return "https://\(environment.host):\(environment.port)"
     }
 
-    /// TEMPORARY until the library's per-environment endpoints land: only `--env`'s
-    /// override is honoured, as a custom environment.
+    /// "HOST:PORT", as the library's errors name it.
+    func hostPort(_ environment: Environment) -> String {
+        overrides[environment]?.description ?? "\(environment.host):\(environment.port)"
+    }
+
     func apply(to c: inout APNsClient.Configuration) {
-        if let e = overrides[environment] { c.environment = .custom(host: e.host, port: e.port) }
+        c.sandboxEndpoint = overrides[.sandbox]
+        c.productionEndpoint = overrides[.production]
     }
 }
