@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // The sender's hot path: ES256 provider tokens (OpenSSL) and HTTP/2 transports.
@@ -44,6 +45,7 @@ let package = Package(
                 "CAPNs",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .target(name: "APNsMock", dependencies: ["CAPNsMock"]),
@@ -67,7 +69,10 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CAPNsTests", dependencies: ["CAPNs", "CAPNsMock", "TestSupport"]),
         .testTarget(name: "APNsMockTests", dependencies: ["APNsMock", "CAPNs", "TestSupport"]),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsMock", "TestSupport"]),
+        .testTarget(name: "APNsTests", dependencies: [
+            "APNs", "APNsMock", "TestSupport",
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
         .testTarget(name: "CLITests", dependencies: ["APNsMock", "TestSupport"]),
         // apns-send's own parts (token memory, resumed records), tested in-process.
         .testTarget(name: "SendToolTests", dependencies: ["apns-send", "APNs", "TestSupport"]),

@@ -617,3 +617,22 @@ extension Array {
         return (yes, no)
     }
 }
+
+extension Lane {
+    /// What a lane holds now, for tests: after a drain every slot is free, holds no
+    /// C message reference, and nobody waits.
+    struct Audit: Equatable {
+        let busy: Int
+        let free: Int
+        let slotsHoldingMessages: Int
+        let waiters: Int
+        let retries: Int
+    }
+
+    var audit: Audit {
+        state.withLock { s in
+            Audit(busy: s.busy, free: s.free.count, slotsHoldingMessages: s.slots.count { $0.message != nil },
+                  waiters: s.waiters.count - s.waitersHead, retries: s.retries.count)
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import APNsMock
+import Foundation
+import TestSupport
+import Testing
+@testable import APNs
+
+/// issue #13, defect 2: `shutdown()` used to free the C sender while a batch still
+/// held tokens; the batch then submitted into freed memory (AddressSanitizer showed
+/// the heap-use-after-free). Now every C call is made under the lane's lock and
+/// destroy sets the flag that stops them first: the rest end with status 0 and the
+/// shut-down error. scripts/sanitize.sh runs this suite under ASan.
+@Suite struct ShutdownRaceTests {
+    /// The issue's scenario: `maxInFlight: 1`, 6 tokens; take one result, wait
+    /// 300 ms, `shutdown()`, then keep iterating.
+    @Test(arguments: Transport.allCases)
+    func aBatchIteratedAfterShutdownEndsWithTheShutDownError(transport: Transport) async throws {
+        let mock = try Harness.mock()
+        let client = try Harness.client(mock, transport: transport, maxInFlight: 1)
+        let tokens = Harness.tokens(6)
+        var iterator = client.send(Harness.notification(), to: tokens).makeAsyncIterator()
+        var results = [try #require(await iterator.next())]
+        try await Task.sleep(for: .milliseconds(300))
+        await client.shutdown()
+        while let r = await iterator.next() { results.append(r) }
+
+        #expect(results.count == tokens.count)
+        #expect(Set(results.map(\.token)) == Set(tokens))
+        #expect(results[0].status == 200)
+        let after = results.filter { $0.status != 200 }
+        #expect(!after.isEmpty, "tokens were left when the client shut down")
+        #expect(after.allSatisfy { $0.status == 0 && $0.error == APNsError.shutDown.description && $0.attempts == 0 })
+        for r in after { #expect(mock.attempts(for: r.token) == 0) }
+    }
+
+    /// A provider-token refresh (ExpiredProviderToken) and its resend, racing a
+    /// shutdown: the refresh and the resend reach C only while the sender lives.
+    @Test func aTokenRefreshRacingShutdownNeverReachesAFreedSender() async throws {
+        let mock = try Harness.mock { $0.expireFirstProviderTokenAfter = 1; $0.latency = .milliseconds(5) }
+        let client = try Harness.client(mock, transport: .nghttp2, maxInFlight: 4)
+        let tokens = Harness.tokens(400)
+        let task = Task { await client.sendAll(Harness.notification(), to: tokens) }
+        try await Task.sleep(for: .milliseconds(30))
+        await client.shutdown()
+        let results = await task.value
+        #expect(results.count == tokens.count)
+        #expect(Set(results.map(\.token)) == Set(tokens))
+        #expect(results.allSatisfy { $0.status == 200 || ($0.status == 0 && $0.error == APNsError.shutDown.description) })
+        #expect(client.dispatcher.defaultLane.audit.busy == 0)
+    }
+
+    /// Callers waiting for room when the client shuts down end at once with
+    /// `.shutDown`; those in flight get their answers.
+    @Test func callersWaitingForRoomEndWhenTheClientShutsDown() async throws {
+        let mock = try Harness.mock { $0.latency = .milliseconds(100) }
+        let client = try Harness.client(mock, transport: .nghttp2, maxInFlight: 5)
+        let tokens = Harness.tokens(200)
+        let note = Harness.notification()
+        let outcomes = await withTaskGroup(of: (String, Int?).self) { group in
+            for token in tokens {
+                group.addTask {
+                    do { return (token, try await client.send(note, to: token).status) } catch { return (token, nil) }
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(50))
+            await client.shutdown()
+            var all: [(String, Int?)] = []
+            for await o in group { all.append(o) }
+            return all
+        }
+        #expect(outcomes.count == tokens.count)
+        let delivered = outcomes.filter { $0.1 == 200 }
+        #expect(!delivered.isEmpty && delivered.count <= client.configuration.outstandingLimit)
+        #expect(outcomes.allSatisfy { $0.1 == 200 || $0.1 == 0 }, "in flight: answered; waiting: ended at once")
+        await #expect(throws: APNsError.shutDown) { try await client.send(note, to: tokens[0]) }
+    }
+}
+
+import Logging
+import ServiceLifecycle
+
+/// issue #9: the client is a `Service`; a graceful shutdown of its group drains it.
+@Suite struct ServiceLifecycleTests {
+    @Test func aGracefulShutdownOfTheGroupDrainsTheClient() async throws {
+        let mock = try Harness.mock { $0.latency = .milliseconds(50) }
+        let client = try Harness.client(mock, transport: .nghttp2)
+        let group = ServiceGroup(services: [client], logger: Logger(label: "test"))
+        let running = Task { try await group.run() }
+        let tokens = Harness.tokens(500)
+        let sending = Task { await client.sendAll(Harness.notification(), to: tokens) }
+        try await Task.sleep(for: .milliseconds(20))
+        await group.triggerGracefulShutdown()
+        try await running.value
+        let results = await sending.value
+        #expect(results.count == tokens.count, "one result per token, sent or not")
+        #expect(results.filter { $0.attempts > 0 }.allSatisfy { $0.status == 200 }, "what was in flight was answered")
+        await #expect(throws: APNsError.shutDown) { try await client.send(Harness.notification(), to: tokens[0]) }
+    }
+}
