@@ -48,7 +48,7 @@ struct Options: ParsableCommand {
             removed). Records add "line" (1-based, as an editor counts, blank lines included) and \
             "id" (when the line gave one). A line's apns-id is derived from its number and text, so \
             a line sent again by --resume carries the same one. The file is read as it is sent, \
-            never whole; it may be a pipe.
+            never whole; it may be a pipe (/dev/stdin).
 
             Output: one record per distinct token line, written as results arrive: \
             {"token","status","apns_id","reason","timestamp","attempts"}; status is the HTTP \
@@ -79,8 +79,8 @@ struct Options: ParsableCommand {
             malformed token lines and (with --messages) every line that cannot be sent get their \
             records. With --messages it exits 1 when some line cannot be sent, else 0.
 
-            Exit status: 0 every token delivered; 1 some not delivered (malformed tokens, APNs \
-            refusals, unreachable endpoint, interrupted); 2 nothing sent because of a usage, \
+            Exit status: 0 every token (message) delivered; 1 some not delivered (malformed tokens \
+            or message lines, APNs refusals, unreachable endpoint, interrupted); 2 nothing sent because of a usage, \
             input or configuration error (one line on stderr says which).
             """
     )
