@@ -1,14 +1,15 @@
 import APNs
 
 /// `--dry-run`: everything a real run checks (payload, credentials with a signed
-/// provider token, CA file, every token line), then a description of what would
-/// be sent, and no connection. Malformed token lines get their records as in a
-/// real run; well-formed ones are only counted.
+/// provider token, CA file, every input line), then a description of what would
+/// be sent, and no connection. Lines that cannot be sent get their records as in a
+/// real run (malformed tokens; with --messages every refused line); the rest are
+/// only counted.
 struct DryRun {
     let settings: Settings
     let client: APNsClient
 
-    func run(tokens: TokenLines, writer: ResultWriter) async -> Int32 {
+    func run(tokens: TokenLines, writer: ResultWriter, notification: APNs.Notification) async -> Int32 {
         var valid = 0, malformed = 0
         while let line = tokens.next() {
             if DeviceToken(line) != nil {
@@ -22,15 +23,51 @@ struct DryRun {
         let signatures = client.statistics.jwtSignatures
         await client.shutdown()
         let writeError = writer.finish()
-        describe(valid: valid, malformed: malformed, duplicates: tokens.duplicates, settled: tokens.settled,
+        describe(notification, valid: valid, malformed: malformed, duplicates: tokens.duplicates, settled: tokens.settled,
                  signatures: signatures)
-        if let failure = tokens.failure { Stderr.line("\(settings.tokensPath): read error: \(failure)") }
+        if let failure = tokens.failure { Stderr.line("\(settings.input.linesPath): read error: \(failure)") }
         if let writeError { Stderr.line("\(writer.name): write error: \(writeError)") }
         return 0
     }
 
-    private func describe(valid: Int, malformed: Int, duplicates: Int, settled: Int, signatures: Int) {
-        let n = settings.notification, c = settings.configuration
+    /// Every line parsed and checked as a real run would; exit 1 when some line
+    /// cannot be sent (or the file could not be read to its end), else 0.
+    func run(messages: MessageLines, writer: ResultWriter) async -> Int32 {
+        var refused: [String: Int] = [:]
+        messages.refused = { record, context in
+            writer.write(record, context: context)
+            refused[record.reason?.rawValue ?? "?", default: 0] += 1
+        }
+        var byEnvironment: [Environment: Int] = [:]
+        while let m = messages.next() {
+            byEnvironment[m.environment ?? settings.endpoints.environment, default: 0] += 1
+        }
+        let signatures = client.statistics.jwtSignatures
+        await client.shutdown()
+        let writeError = writer.finish()
+
+        let c = settings.configuration
+        let valid = byEnvironment.values.reduce(0, +), bad = refused.values.reduce(0, +)
+        let name = { (e: Environment) in e == .sandbox ? "sandbox" : "production" }
+        let targets = byEnvironment.keys.sorted { name($0) < name($1) }
+            .map { "\(byEnvironment[$0]!) \(name($0)) → \(settings.endpoints.describe($0))" }
+        let reasons = refused.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+        var settled = ""
+        if messages.settled > 0 { settled = ", \(messages.settled) already settled in \(settings.outputPath ?? "") skipped" }
+        Stderr.line("dry run: nothing sent")
+        Stderr.write("""
+              transport \(c.transport.rawValue), \(c.connections) connection\(c.connections == 1 ? "" : "s") per endpoint, up to \(c.maxInFlight) in flight
+              auth      ES256 provider token signed (kid \(c.credentials.keyID), iss \(c.credentials.teamID); \(signatures) signature\(signatures == 1 ? "" : "s"))
+              messages  \(valid) would be sent\(targets.isEmpty ? "" : " (\(targets.joined(separator: ", ")))"), \(bad) refused\(bad > 0 ? " (\(reasons); records written to \(settings.outputPath ?? "stdout"))" : "")\(settled)
+
+            """)
+        if let failure = messages.failure { Stderr.line("\(settings.input.linesPath): read error: \(failure)") }
+        if let writeError { Stderr.line("\(writer.name): write error: \(writeError)") }
+        return bad == 0 && messages.failure == nil && writeError == nil ? 0 : 1
+    }
+
+    private func describe(_ n: APNs.Notification, valid: Int, malformed: Int, duplicates: Int, settled: Int, signatures: Int) {
+        let c = settings.configuration
         var headers = ["apns-topic: \(n.topic)", "apns-push-type: \(n.pushType.rawValue)"]
         if let p = n.priority { headers.append("apns-priority: \(p.rawValue)") }
         switch n.expiration {

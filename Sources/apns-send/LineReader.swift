@@ -20,6 +20,8 @@ final class LineReader {
     let consumed = Atomic<Int>(0)
     /// Why reading stopped early, if it did.
     private(set) var failure: String?
+    /// True when the last line handed out was cut at `maxLine` bytes.
+    private(set) var lastLineCut = false
 
     /// Opens `path` for reading; the error text is the reason alone ("No such file or directory").
     init(path: String) throws(LineReaderError) {
@@ -45,6 +47,7 @@ final class LineReader {
     /// nil at the end of the file or after a read error (`failure`).
     func nextLine() -> [UInt8]? {
         var long: [UInt8] = []
+        lastLineCut = false
         while true {
             if let newline = findNewline() {
                 let line = take(upTo: newline, after: long)
@@ -78,6 +81,7 @@ final class LineReader {
 
     private func take(upTo index: Int, after head: [UInt8]) -> [UInt8] {
         let room = max(0, LineReader.maxLine - head.count)
+        if index - start > room { lastLineCut = true }
         return head + buffer[start..<min(index, start + room)]
     }
 

@@ -6,15 +6,16 @@ import ArgumentParser
 struct Options: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apns-send",
-        abstract: "Send one notification payload to every device token in a file, through APNs.",
+        abstract: "Send one notification payload to every device token in a file, or a file of messages, through APNs.",
         usage: """
             apns-send --topic TOPIC [--key AuthKey_XXXX.p8 --key-id ID --team-id ID | --config FILE]
                       [--env sandbox|production] [--endpoint https://HOST:PORT] [--cacert CA.pem]
+                      [--sandbox-endpoint https://HOST:PORT] [--production-endpoint https://HOST:PORT]
                       [--push-type alert|background|voip|...] [--priority 10|5|1] [--expiration UNIX]
                       [--collapse-id ID] [--output results.jsonl | --resume results.jsonl] [--format jsonl|csv]
                       [--concurrency N] [--connections N] [--transport nghttp2|curl] [--timeout SECONDS]
                       [--retries N]
-                      [--dry-run] PAYLOAD.json TOKENS.txt
+                      [--dry-run] PAYLOAD.json TOKENS.txt   |   --messages MESSAGES.jsonl
             """,
         discussion: """
             Credentials: --key, --key-id and --team-id, or a --config file (the format of \
@@ -28,6 +29,27 @@ struct Options: ParsableCommand {
             is sent once. A line that is not 64 to 200 hex digits (an even count) gets a record \
             with status 0 and reason BadDeviceToken and is never sent. CRLF files work.
 
+            MESSAGES.jsonl (--messages, in place of PAYLOAD.json TOKENS.txt): one message per line, \
+            {"token":"<hex>","payload":{"aps":{...},...},"id":"evt-1","push_type":"background",\
+            "priority":5,"collapse_id":"order-7","expiration":0,"topic":"...","environment":"sandbox"}. \
+            Only token and payload are required; the header flags (--topic, --push-type, --priority, \
+            --expiration, --collapse-id) and --env are the defaults of the lines that leave a key out \
+            (without them: alert, no apns-priority header, which APNs takes as 10 and which is 5 \
+            for background, no expiration or collapse id; --topic is needed only by lines without \
+            "topic"). A null value counts as the key left out; unknown keys are ignored. Blank \
+            lines are skipped; repeats are not merged (two lines to one token are two sends). A \
+            line that cannot be sent gets a record with status 0 and is never sent, and the rest \
+            still go (exit 1): InvalidMessage (not JSON, not an object, no token or payload, a \
+            known key given twice or of the wrong type or value: push_type not one APNs knows, \
+            priority not 10/5/1, expiration not a whole number 0 or more, id not a string, \
+            environment not sandbox/production, a control character in topic or collapse_id; \
+            "error" names every problem), BadDeviceToken (token not 64 to 200 hex digits), \
+            PayloadTooLarge (payload over 4096 bytes, 5120 for voip, after white space is \
+            removed). Records add "line" (1-based, as an editor counts, blank lines included) and \
+            "id" (when the line gave one). A line's apns-id is derived from its number and text, so \
+            a line sent again by --resume carries the same one. The file is read as it is sent, \
+            never whole; it may be a pipe (/dev/stdin).
+
             Output: one record per distinct token line, written as results arrive: \
             {"token","status","apns_id","reason","timestamp","attempts"}; status is the HTTP \
             status (0 when no answer from APNs was obtained), apns_id null when never sent, \
@@ -36,20 +58,34 @@ struct Options: ParsableCommand {
             summary go to stderr. SIGINT/SIGTERM stop reading tokens, wait for the requests in \
             flight, write every record and exit 1.
 
+            With --messages, CSV has the columns token,status,apns_id,reason,timestamp,attempts,\
+            line,id,error.
+
             Resuming: --resume FILE reads the records earlier runs wrote to FILE, skips every \
             token they settled (delivered; or refused for the token itself: 400 BadDeviceToken, \
             400 DeviceTokenNotForTopic, 410, a malformed line) and appends the records of the \
             rest to FILE. A missing FILE is started; a last line cut short by a killed run is \
             dropped and its token sent again. The exit status is about the tokens this run \
-            sent (0 when none were left).
+            sent (0 when none were left). With --messages it resumes by line: a line is skipped \
+            when a record for its line settled it by the same rule, or refused it locally \
+            (InvalidMessage, BadDeviceToken, PayloadTooLarge); run it on the same, unchanged file.
 
-            Exit status: 0 every token delivered; 1 some not delivered (malformed tokens, APNs \
-            refusals, unreachable endpoint, interrupted); 2 nothing sent because of a usage, \
+            Endpoints: --env names the environment of sends that name none; --endpoint sends \
+            that environment's requests elsewhere (a mock). --sandbox-endpoint and \
+            --production-endpoint do so for one environment each, for --messages lines that \
+            name "environment". An environment without an override goes to Apple's host.
+
+            Dry run: --dry-run checks every input and signs a provider token, and sends nothing; \
+            malformed token lines and (with --messages) every line that cannot be sent get their \
+            records. With --messages it exits 1 when some line cannot be sent, else 0.
+
+            Exit status: 0 every token (message) delivered; 1 some not delivered (malformed tokens \
+            or message lines, APNs refusals, unreachable endpoint, interrupted); 2 nothing sent because of a usage, \
             input or configuration error (one line on stderr says which).
             """
     )
 
-    @Option(help: "The app's bundle id (APNS_TOPIC); the push type's suffix (.voip, ...) is added when missing.")
+    @Option(help: "The app's bundle id (APNS_TOPIC); the push type's suffix (.voip, ...) is added when missing. With --messages, for lines without \"topic\".")
     var topic: String?
 
     @Option(help: ArgumentHelp("The provider key, AuthKey_XXXX.p8 (APNS_KEY_PATH).", valueName: "AuthKey_XXXX.p8"))
@@ -70,6 +106,16 @@ struct Options: ParsableCommand {
     @Option(help: ArgumentHelp("Send to https://HOST:PORT instead of Apple's host for --env (a mock).",
                                valueName: "https://HOST:PORT"))
     var endpoint: String?
+
+    @Option(name: .customLong("sandbox-endpoint"),
+            help: ArgumentHelp("Send sandbox requests to https://HOST:PORT instead of Apple's sandbox host.",
+                               valueName: "https://HOST:PORT"))
+    var sandboxEndpoint: String?
+
+    @Option(name: .customLong("production-endpoint"),
+            help: ArgumentHelp("Send production requests to https://HOST:PORT instead of Apple's host.",
+                               valueName: "https://HOST:PORT"))
+    var productionEndpoint: String?
 
     @Option(help: ArgumentHelp("A CA certificate (PEM) to trust on top of the system's. Verification is never turned off.",
                                valueName: "CA.pem"))
@@ -114,13 +160,17 @@ struct Options: ParsableCommand {
     var retries: Int?
 
     @Flag(name: .customLong("dry-run"),
-          help: "Validate everything and sign a provider token, but send nothing; malformed token lines still get their records.")
+          help: "Validate everything and sign a provider token, but send nothing; malformed lines still get their records.")
     var dryRun = false
+
+    @Option(help: ArgumentHelp("Send the messages of this file, one JSON object a line, instead of PAYLOAD.json to TOKENS.txt.",
+                               valueName: "MESSAGES.jsonl"))
+    var messages: String?
 
     @Argument(help: ArgumentHelp("The payload: a JSON object, sent with insignificant white space removed.",
                                  valueName: "PAYLOAD.json"))
-    var payload: String
+    var payload: String?
 
     @Argument(help: ArgumentHelp("Device tokens, one per line.", valueName: "TOKENS.txt"))
-    var tokens: String
+    var tokens: String?
 }

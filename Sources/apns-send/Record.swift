@@ -4,13 +4,18 @@ import APNs
 /// always those six keys in that order. `apns_id` is null when the token was never
 /// sent, `reason` null when there is none, `timestamp` (ms) set on 410 only.
 ///
-/// JSON Lines adds a seventh key, `"error"`, only when status is 0 and the library
-/// says why there was no answer (connection refused, TLS failure, timeout,
-/// malformed token): the place a user looks when a record has no status. CSV keeps
-/// the six columns exactly; the same error text reaches stderr in the summary.
+/// A `--messages` run's records add `"line"` (the message's line, 1-based) and
+/// `"id"` (only when the message gave one) after `attempts`.
+///
+/// JSON Lines adds a last key, `"error"`, only when status is 0 and there is a
+/// reason why there was no answer (connection refused, TLS failure, timeout,
+/// malformed token, invalid message line): the place a user looks when a record has
+/// no status. A `PAYLOAD TOKENS` run's CSV keeps the six columns exactly (the same
+/// error text reaches stderr in the summary); a `--messages` run's CSV has
+/// `line,id,error` columns after them, since its errors differ line by line.
 enum Record {
     /// Appends the record to `out`: the writer's buffer, so a record costs no allocation of its own.
-    static func json(_ r: DeliveryResult, to out: inout [UInt8]) {
+    static func json(_ r: DeliveryResult, context: LineContext? = nil, to out: inout [UInt8]) {
         append(&out, "{\"token\":")
         jsonString(r.token, to: &out)
         append(&out, ",\"status\":")
@@ -23,6 +28,14 @@ enum Record {
         if let t = timestamp(r) { decimal(t, to: &out) } else { append(&out, "null") }
         append(&out, ",\"attempts\":")
         decimal(Int64(r.attempts), to: &out)
+        if let context {
+            append(&out, ",\"line\":")
+            decimal(Int64(context.line), to: &out)
+            if let id = context.id {
+                append(&out, ",\"id\":")
+                jsonString(id, to: &out)
+            }
+        }
         if r.status == 0, let error = r.error {
             append(&out, ",\"error\":")
             jsonString(error, to: &out)
@@ -30,9 +43,12 @@ enum Record {
         append(&out, "}\n")
     }
 
-    static func csv(_ r: DeliveryResult, to out: inout [UInt8]) {
-        let fields = [r.token, String(r.status), r.apnsID ?? "", r.reason?.rawValue ?? "",
+    static func csv(_ r: DeliveryResult, context: LineContext? = nil, to out: inout [UInt8]) {
+        var fields = [r.token, String(r.status), r.apnsID ?? "", r.reason?.rawValue ?? "",
                       timestamp(r).map { String($0) } ?? "", String(r.attempts)]
+        if let context {
+            fields += [String(context.line), context.id ?? "", r.status == 0 ? r.error ?? "" : ""]
+        }
         out.append(contentsOf: (fields.map(csvField).joined(separator: ",") + "\r\n").utf8)
     }
 

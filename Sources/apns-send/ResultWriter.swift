@@ -25,7 +25,7 @@ final class ResultWriter: Sendable {
 
     /// Records to `path`, created or truncated (appended to with `append`), or to
     /// stdout when nil.
-    init(path: String?, format: OutputFormat, append: Bool = false) throws(LineReaderError) {
+    init(path: String?, format: OutputFormat, layout: RecordLayout = .tokens, append: Bool = false) throws(LineReaderError) {
         var needsHeader = format == .csv
         if let path {
             let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0o644)
@@ -42,15 +42,20 @@ final class ResultWriter: Sendable {
         }
         self.format = format
         timer = DispatchSource.makeTimerSource(queue: .global())
-        if needsHeader { state.withLock { $0.buffer = OutputFormat.csvHeader() } }
+        if needsHeader { state.withLock { $0.buffer = layout.csvHeader } }
         timer.schedule(deadline: .now() + 1, repeating: 1)
         timer.setEventHandler { [weak self] in self?.flush() }
         timer.resume()
     }
 
-    func write(_ result: DeliveryResult) {
+    /// `context`: a message's line and id (`--messages` runs), nil for a token's record.
+    func write(_ result: DeliveryResult, context: LineContext? = nil) {
         state.withLock { s in
-            if format == .csv { Record.csv(result, to: &s.buffer) } else { Record.json(result, to: &s.buffer) }
+            if format == .csv {
+                Record.csv(result, context: context, to: &s.buffer)
+            } else {
+                Record.json(result, context: context, to: &s.buffer)
+            }
             if s.buffer.count >= ResultWriter.flushAt { drain(&s) }
         }
     }

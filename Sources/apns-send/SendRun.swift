@@ -9,44 +9,118 @@ struct SendRun {
     let settings: Settings
 
     func run() async -> Int32 {
+        switch settings.input {
+        case .tokens(_, let tokensPath, let notification):
+            return await runTokens(path: tokensPath, notification: notification)
+        case .messages(let path, let defaults):
+            return await runMessages(path: path, defaults: defaults)
+        }
+    }
+
+    private func runTokens(path: String, notification: APNs.Notification) async -> Int32 {
         let tokens: TokenLines, writer: ResultWriter, client: APNsClient
-        do {
-            (tokens, writer, client) = try prepare()
+        do throws(UsageError) {
+            tokens = try TokenLines(path: path, resumed: settings.resumed)
+            guard tokens.hasTokenLines() else {
+                throw UsageError(path, tokens.failure ?? "no token lines (only blank lines and # comments)")
+            }
+            (writer, client) = try prepare()
         } catch {
             Stderr.line(error.message)
             return 2
         }
         if settings.dryRun {
-            return await DryRun(settings: settings, client: client).run(tokens: tokens, writer: writer)
+            return await DryRun(settings: settings, client: client).run(tokens: tokens, writer: writer, notification: notification)
         }
-        let outcome = await send(tokens: tokens, writer: writer, client: client)
-        await client.shutdown()
-        let writeError = writer.finish()
-        report(outcome, statistics: client.statistics, writeError: writeError, output: writer.name)
-        // With --resume, the status is about this run's tokens; none left to send is success.
-        let delivered = outcome.tally.allDelivered || (outcome.tally.records == 0 && outcome.settled > 0)
-        let ok = delivered && !outcome.interrupted && outcome.readError == nil && writeError == nil
-        return ok ? 0 : 1
+        let progress = Stderr.isTerminal ? makeProgress(client: client, reader: tokens.reader) : nil
+        nonisolated(unsafe) let input = tokens   // handed to the send task, not used here again
+        let outcome = await interruptible(reading: "tokens") {
+            let tokens = input
+            var outcome = Outcome()
+            for await result in client.send(notification, to: tokens) {
+                writer.write(result)
+                outcome.tally.add(result)
+                progress?.count(delivered: result.isDelivered)
+            }
+            if Task.isCancelled { outcome.notAttempted = tokens.countRemaining() }
+            outcome.duplicates = tokens.duplicates
+            outcome.settled = tokens.settled
+            outcome.readError = tokens.failure
+            return outcome
+        }
+        progress?.finish()
+        return await finish(outcome, client: client, writer: writer, noun: "token")
     }
 
-    /// The last checks that need the files and the transport; nothing is sent yet.
-    private func prepare() throws(UsageError) -> (TokenLines, ResultWriter, APNsClient) {
-        let tokens = try TokenLines(path: settings.tokensPath, resumed: settings.resumed)
-        guard tokens.hasTokenLines() else {
-            throw UsageError(settings.tokensPath, tokens.failure ?? "no token lines (only blank lines and # comments)")
+    /// `--messages`: each line's message, or its local record when it cannot be
+    /// sent (written as the line is read, so the file is never held).
+    private func runMessages(path: String, defaults: MessageDefaults) async -> Int32 {
+        let lines: MessageLines, writer: ResultWriter, client: APNsClient
+        do throws(UsageError) {
+            lines = try MessageLines(path: path, defaults: defaults, resumed: settings.resumed)
+            guard lines.hasMessageLines() else {
+                throw UsageError(path, lines.failure ?? "no message lines (the file is empty or blank)")
+            }
+            (writer, client) = try prepare()
+        } catch {
+            Stderr.line(error.message)
+            return 2
         }
+        if settings.dryRun {
+            return await DryRun(settings: settings, client: client).run(messages: lines, writer: writer)
+        }
+        let progress = Stderr.isTerminal ? makeProgress(client: client, reader: lines.reader) : nil
+        // Local records come from inside the library's reads of `lines`; the results loop adds its own.
+        let local = LocalTally()
+        lines.refused = { record, context in
+            writer.write(record, context: context)
+            local.add(record)
+            progress?.count(delivered: false)
+        }
+        nonisolated(unsafe) let input = lines   // handed to the send task, not used here again
+        var outcome = await interruptible(reading: "messages") {
+            let lines = input
+            var outcome = Outcome()
+            for await r in client.send(lines) as MessageResults<LineContext> {
+                writer.write(r.result, context: r.context)
+                outcome.tally.add(r.result)
+                progress?.count(delivered: r.result.isDelivered)
+            }
+            if Task.isCancelled { outcome.notAttempted = lines.countRemaining() }
+            outcome.settled = lines.settled
+            outcome.readError = lines.failure
+            return outcome
+        }
+        progress?.finish()
+        outcome.tally.add(local.tally)
+        return await finish(outcome, client: client, writer: writer, noun: "message")
+    }
+
+    /// The last checks that need the output file and the transport; nothing is sent yet.
+    private func prepare() throws(UsageError) -> (ResultWriter, APNsClient) {
         let writer: ResultWriter
         do {
-            writer = try ResultWriter(path: settings.outputPath, format: settings.format, append: settings.resumed != nil)
+            writer = try ResultWriter(path: settings.outputPath, format: settings.format, layout: settings.input.layout,
+                                      append: settings.resumed != nil)
         } catch {
             throw UsageError(settings.outputPath ?? "stdout", error.reason)
         }
         do {
-            return (tokens, writer, try APNsClient(configuration: settings.configuration))
+            return (writer, try APNsClient(configuration: settings.configuration))
         } catch {
             _ = writer.finish()
             throw UsageError(error.description)
         }
+    }
+
+    private func finish(_ outcome: Outcome, client: APNsClient, writer: ResultWriter, noun: String) async -> Int32 {
+        await client.shutdown()
+        let writeError = writer.finish()
+        report(outcome, statistics: client.statistics, writeError: writeError, output: writer.name, noun: noun)
+        // With --resume, the status is about this run's lines; none left to send is success.
+        let delivered = outcome.tally.allDelivered || (outcome.tally.records == 0 && outcome.settled > 0)
+        let ok = delivered && !outcome.interrupted && outcome.readError == nil && writeError == nil
+        return ok ? 0 : 1
     }
 
     struct Outcome: Sendable {
@@ -54,42 +128,31 @@ struct SendRun {
         var interrupted = false
         var notAttempted = 0
         var duplicates = 0
-        /// Token lines skipped because the resumed file settled them.
+        /// Lines skipped because the resumed file settled them.
         var settled = 0
         var readError: String?
         var elapsed: Duration = .zero
     }
 
-    /// The send loop, on its own thread (`IOExecutor`); SIGINT or SIGTERM cancels
-    /// it, after which the library stops reading tokens and returns the results of
+    /// Runs the send loop on its own thread (`IOExecutor`); SIGINT or SIGTERM cancels
+    /// it, after which the library stops reading input and returns the results of
     /// the requests in flight.
-    private func send(tokens: TokenLines, writer: ResultWriter, client: APNsClient) async -> Outcome {
-        let progress = Stderr.isTerminal ? makeProgress(client: client, reader: tokens.reader) : nil
+    private func interruptible(reading what: String,
+                               _ body: @escaping @Sendable () async -> Outcome) async -> Outcome {
         let interrupted = Atomic<Bool>(false)
-        nonisolated(unsafe) let tokens = tokens   // handed to the send task, not used here again
-        let notification = settings.notification
         // Handlers first: a signal that came before them would be lost (SIG_IGN) or fatal.
         let running = Mutex<Task<Outcome, Never>?>(nil)
         let signals = Signals.onInterrupt {
             if !interrupted.exchange(true, ordering: .relaxed) {
-                Stderr.line("interrupted: not reading more tokens, waiting for the requests in flight")
+                Stderr.line("interrupted: not reading more \(what), waiting for the requests in flight")
             }
             running.withLock { $0?.cancel() }
         }
         let task = Task {
             await withTaskExecutorPreference(IOExecutor()) {
                 let start = ContinuousClock.now
-                var outcome = Outcome()
-                for await result in client.send(notification, to: tokens) {
-                    writer.write(result)
-                    outcome.tally.add(result)
-                    progress?.count(delivered: result.isDelivered)
-                }
+                var outcome = await body()
                 outcome.elapsed = ContinuousClock.now - start
-                if Task.isCancelled { outcome.notAttempted = tokens.countRemaining() }
-                outcome.duplicates = tokens.duplicates
-                outcome.settled = tokens.settled
-                outcome.readError = tokens.failure
                 return outcome
             }
         }
@@ -97,7 +160,6 @@ struct SendRun {
         if interrupted.load(ordering: .relaxed) { task.cancel() }
         var outcome = await task.value
         signals.cancel()
-        progress?.finish()
         outcome.interrupted = interrupted.load(ordering: .relaxed)
         return outcome
     }
@@ -110,26 +172,32 @@ struct SendRun {
         }
     }
 
-    private func report(_ o: Outcome, statistics s: Statistics, writeError: String?, output: String) {
+    private func report(_ o: Outcome, statistics s: Statistics, writeError: String?, output: String, noun: String) {
         let t = o.tally
         var skipped = ""
         if o.duplicates > 0 { skipped += "; \(o.duplicates) duplicate line\(o.duplicates == 1 ? "" : "s") skipped" }
         if o.settled > 0, let resumed = settings.resumed {
-            skipped += "; \(o.settled) token\(o.settled == 1 ? "" : "s") already settled in \(resumed.path) skipped"
+            let what = settings.input.layout == .messages ? "line" : "token"
+            skipped += "; \(o.settled) \(what)\(o.settled == 1 ? "" : "s") already settled in \(resumed.path) skipped"
         }
         let list = t.records == 0 ? "nothing left to send" : t.outcomeList
-        Stderr.line("\(t.records) token\(t.records == 1 ? "" : "s"): \(t.delivered) delivered; \(list)\(skipped)")
+        Stderr.line("\(t.records) \(noun)\(t.records == 1 ? "" : "s"): \(t.delivered) delivered; \(list)\(skipped)")
         let seconds = o.elapsed.seconds
         let rate = seconds > 0 ? Double(t.records) / seconds : 0
         Stderr.line("\(format(rate)) notifications/s over \(format(seconds, digits: seconds < 10 ? 3 : 1)) s; connections opened \(s.connectionsOpened), "
             + "lost \(s.connectionsLost); JWTs signed \(s.jwtSignatures)")
         if t.endpointUnreachable {
-            Stderr.line("endpoint \(settings.endpointDescription) unreachable: \(unprefixed(t.firstError ?? "no answer"))")
+            if settings.input.layout == .messages {
+                Stderr.line("endpoint unreachable: \(t.firstError ?? "no answer")")
+            } else {
+                Stderr.line("endpoint \(settings.endpointDescription) unreachable: \(unprefixed(t.firstError ?? "no answer"))")
+            }
         }
-        if let error = o.readError { Stderr.line("\(settings.tokensPath): read error: \(error); later lines not sent") }
+        if let error = o.readError { Stderr.line("\(settings.input.linesPath): read error: \(error); later lines not sent") }
         if let error = writeError { Stderr.line("\(output): write error: \(error); records were lost") }
         if o.interrupted {
-            Stderr.line("interrupted: \(o.notAttempted) token line\(o.notAttempted == 1 ? " was" : "s were") not attempted; \(resumeHint)")
+            let lines = settings.input.layout == .messages ? "message line" : "token line"
+            Stderr.line("interrupted: \(o.notAttempted) \(lines)\(o.notAttempted == 1 ? " was" : "s were") not attempted; \(resumeHint)")
         }
     }
 
@@ -144,7 +212,7 @@ struct SendRun {
 
     /// The library's error without its leading "host:port: ", which the line already names.
     private func unprefixed(_ error: String) -> String {
-        let prefix = "\(settings.configuration.environment): "
+        let prefix = "\(settings.endpoints.hostPort(settings.endpoints.environment)): "
         return error.hasPrefix(prefix) ? String(error.dropFirst(prefix.count)) : error
     }
 
@@ -155,6 +223,17 @@ struct SendRun {
         let fraction = String(n % scale)
         return "\(n / scale)." + String(repeating: "0", count: digits - fraction.count) + fraction
     }
+}
+
+/// The tally of records written from the reading side (local refusals of message lines).
+final class LocalTally: Sendable {
+    private let state = Mutex(Tally())
+
+    func add(_ record: DeliveryResult) {
+        state.withLock { $0.add(record) }
+    }
+
+    var tally: Tally { state.withLock { $0 } }
 }
 
 /// A value used from one task at a time, moved across a boundary Swift cannot check.

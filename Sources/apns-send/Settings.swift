@@ -5,18 +5,39 @@ import Glibc
 /// environment (in that order of precedence) and checked before anything is sent.
 /// Every problem is a `UsageError`: one line, exit status 2.
 struct Settings {
-    let notification: APNs.Notification
+    /// What a run reads: one payload for a file of tokens, or a file of messages.
+    enum Input {
+        case tokens(payloadPath: String, tokensPath: String, notification: APNs.Notification)
+        /// `--messages FILE`: each line a message; the flags are the lines' defaults.
+        case messages(path: String, defaults: MessageDefaults)
+
+        /// The file whose lines are sent.
+        var linesPath: String {
+            switch self {
+            case .tokens(_, let tokensPath, _): tokensPath
+            case .messages(let path, _): path
+            }
+        }
+
+        var layout: RecordLayout {
+            if case .messages = self { return .messages }
+            return .tokens
+        }
+    }
+
+    let input: Input
     let configuration: APNsClient.Configuration
-    /// What the user would type to reach the same place, for messages.
-    let endpointDescription: String
-    let tokensPath: String
-    let payloadPath: String
+    /// Where each environment's requests go (`--endpoint` and the per-environment flags).
+    let endpoints: Endpoints
     /// Where records go: `--output`, or the `--resume` file; nil for stdout.
     let outputPath: String?
     /// `--resume`: the records of earlier runs, appended to.
     let resumed: ResumedResults?
     let format: OutputFormat
     let dryRun: Bool
+
+    /// What the user would type to reach the default environment, for messages.
+    var endpointDescription: String { endpoints.describe(endpoints.environment) }
 
     init(_ o: Options, environment: (String) -> String? = Settings.getenv) throws(UsageError) {
         let file = try o.config.map { path throws(UsageError) in try ConfigFile(path: path) }
@@ -25,34 +46,62 @@ struct Settings {
             [flag, file?[key], environment(key)].lazy.compactMap { $0 }.first { !$0.isEmpty }
         }
 
-        let (environment, endpoint) = try Settings.environment(setting(o.env, "APNS_ENV"), endpoint: o.endpoint)
-        endpointDescription = endpoint
-        notification = try Settings.notification(o, topic: setting(o.topic, "APNS_TOPIC"))
+        let mode = try Settings.mode(o)
+        endpoints = try Settings.endpoints(setting(o.env, "APNS_ENV"), o)
+        let topic = setting(o.topic, "APNS_TOPIC")
+        switch mode {
+        case .tokens(let payloadPath, let tokensPath):
+            input = .tokens(payloadPath: payloadPath, tokensPath: tokensPath,
+                            notification: try Settings.notification(o, topic: topic, payloadPath: payloadPath))
+        case .messages(let path):
+            input = .messages(path: path, defaults: try Settings.defaults(o, topic: topic))
+        }
         let credentials = try Settings.credentials(keyPath: setting(o.key, "APNS_KEY_PATH"),
                                                    keyID: setting(o.keyID, "APNS_KEY_ID"),
                                                    teamID: setting(o.teamID, "APNS_TEAM_ID"))
-        configuration = try Settings.configuration(o, credentials: credentials, environment: environment)
+        configuration = try Settings.configuration(o, credentials: credentials, endpoints: endpoints)
         let format = try o.format.map { text throws(UsageError) in
             try Settings.choice(text, flag: "--format", OutputFormat.init(rawValue:), OutputFormat.allCases.map(\.rawValue))
         }
-        tokensPath = o.tokens
-        payloadPath = o.payload
-        resumed = try Settings.resumed(o, format: format)
+        resumed = try Settings.resumed(o, format: format, input: input)
         outputPath = o.resume ?? o.output
         self.format = resumed?.format ?? format ?? .jsonl
         dryRun = o.dryRun
     }
 
+    private enum Mode {
+        case tokens(payload: String, tokens: String)
+        case messages(String)
+    }
+
+    /// `PAYLOAD.json TOKENS.txt` or `--messages FILE`: exactly one of them.
+    private static func mode(_ o: Options) throws(UsageError) -> Mode {
+        switch (o.messages, o.payload, o.tokens) {
+        case (let messages?, nil, nil):
+            return .messages(messages)
+        case (_?, _, _):
+            throw UsageError("--messages replaces PAYLOAD.json and TOKENS.txt; give one or the other")
+        case (nil, let payload?, let tokens?):
+            return .tokens(payload: payload, tokens: tokens)
+        case (nil, _?, nil):
+            throw UsageError("missing TOKENS.txt: give PAYLOAD.json TOKENS.txt, or --messages MESSAGES.jsonl")
+        case (nil, nil, _):
+            throw UsageError("nothing to send: give PAYLOAD.json TOKENS.txt, or --messages MESSAGES.jsonl")
+        }
+    }
+
     /// `--resume FILE` reads FILE and appends to it, so `--output` may only name the same file.
-    private static func resumed(_ o: Options, format: OutputFormat?) throws(UsageError) -> ResumedResults? {
+    private static func resumed(_ o: Options, format: OutputFormat?, input: Input) throws(UsageError) -> ResumedResults? {
         guard let path = o.resume else { return nil }
         if let output = o.output, !sameFile(output, path) {
             throw UsageError("--resume \(path) appends to that file; --output \(output) cannot be another one")
         }
-        if sameFile(path, o.tokens) || sameFile(path, o.payload) {
+        var inputs = [input.linesPath]
+        if case .tokens(let payloadPath, _, _) = input { inputs.append(payloadPath) }
+        if inputs.contains(where: { sameFile(path, $0) }) {
             throw UsageError("--resume \(path) is an input file; records would overwrite it")
         }
-        return try ResumedResults(path: path, format: format)
+        return try ResumedResults(path: path, format: format, layout: input.layout)
     }
 
     private static func sameFile(_ a: String, _ b: String) -> Bool {
@@ -65,36 +114,76 @@ struct Settings {
         Glibc.getenv(key).map { String(cString: $0) }
     }
 
-    /// `--env`, or `--endpoint` overriding its host and port.
-    private static func environment(_ env: String?, endpoint: String?) throws(UsageError) -> (Environment, String) {
+    /// `--env`, and where each environment's requests go: `--endpoint` overrides
+    /// `--env`'s host and port, `--sandbox-endpoint` and `--production-endpoint` name
+    /// one environment each (with --messages, lines may name either).
+    private static func endpoints(_ env: String?, _ o: Options) throws(UsageError) -> Endpoints {
         let named: Environment = try choice(env ?? "production", flag: "--env",
                                             { ["production": .production, "sandbox": .sandbox][$0] },
                                             ["sandbox", "production"])
-        guard let endpoint else { return (named, "https://\(named.host):\(named.port)") }
-        guard let (host, port) = Endpoint.parse(endpoint) else {
-            throw UsageError("--endpoint '\(endpoint)' is not https://HOST:PORT")
+        var endpoints = Endpoints(environment: named)
+        func parse(_ flag: String, _ text: String) throws(UsageError) -> Endpoint {
+            guard let (host, port) = EndpointURL.parse(text) else {
+                throw UsageError("\(flag) '\(text)' is not https://HOST:PORT")
+            }
+            return Endpoint(host: host, port: port)
         }
-        return (.custom(host: host, port: port), endpoint)
+        if let text = o.endpoint { endpoints[named] = try parse("--endpoint", text) }
+        for (flag, text, environment) in [("--sandbox-endpoint", o.sandboxEndpoint, Environment.sandbox),
+                                          ("--production-endpoint", o.productionEndpoint, .production)] {
+            guard let text else { continue }
+            let endpoint = try parse(flag, text)
+            if let earlier = endpoints[environment], earlier != endpoint {
+                throw UsageError("--endpoint (for --env \(environment == .sandbox ? "sandbox" : "production")) and \(flag) name different endpoints; give one")
+            }
+            endpoints[environment] = endpoint
+        }
+        return endpoints
     }
 
-    private static func notification(_ o: Options, topic: String?) throws(UsageError) -> APNs.Notification {
+    private static func notification(_ o: Options, topic: String?, payloadPath: String) throws(UsageError) -> APNs.Notification {
         guard let topic else {
             throw UsageError("no topic: pass --topic BUNDLE_ID (or APNS_TOPIC in --config or the environment)")
         }
-        let pushType = try choice(o.pushType ?? "alert", flag: "--push-type", PushType.init(rawValue:),
-                                  PushType.allCases.map(\.rawValue))
-        let priority = try o.priority.map { text throws(UsageError) in
-            try choice(text, flag: "--priority", { Int($0).flatMap(Priority.init(rawValue:)) }, ["10", "5", "1"])
-        }
-        let expiration = o.expiration.map { $0 == 0 ? Expiration.immediately : .at(unixSeconds: $0) }
-        let payload = try payload(o.payload)
+        let d = try defaults(o, topic: topic)
+        let payload = try payload(payloadPath)
         do {
-            return try Notification(topic: topic, pushType: pushType, priority: priority, expiration: expiration,
-                                    collapseID: o.collapseID, payload: payload)
+            return try Notification(topic: topic, pushType: d.pushType, priority: d.priority, expiration: d.expiration,
+                                    collapseID: d.collapseID, payload: payload)
         } catch {
-            if case .payloadTooLarge = error { throw UsageError(o.payload, error.description) }
+            if case .payloadTooLarge = error { throw UsageError(payloadPath, error.description) }
             throw UsageError(error.description)
         }
+    }
+
+    /// The header flags, checked: the notification's headers, or the defaults of
+    /// `--messages` lines. Header values with a control character are refused here
+    /// (never echoed: the value could hold a line break).
+    private static func defaults(_ o: Options, topic: String?) throws(UsageError) -> MessageDefaults {
+        for (flag, value) in [("--topic", topic), ("--collapse-id", o.collapseID)] {
+            if let value, let c = HeaderValue.controlCharacter(in: value) {
+                throw UsageError("\(flag) has a control character, \(HeaderValue.describe(c)); header values cannot carry one")
+            }
+        }
+        var d = MessageDefaults(topic: topic)
+        d.pushType = try choice(o.pushType ?? "alert", flag: "--push-type", PushType.init(rawValue:),
+                                PushType.allCases.map(\.rawValue))
+        d.priority = try o.priority.map { text throws(UsageError) in
+            try choice(text, flag: "--priority", { Int($0).flatMap(Priority.init(rawValue:)) }, ["10", "5", "1"])
+        }
+        d.expiration = o.expiration.map { $0 == 0 ? Expiration.immediately : .at(unixSeconds: $0) }
+        d.collapseID = o.collapseID
+        // The library's own checks of the headers (priority for the push type, collapse
+        // id length, expiration), on an empty payload: the same words in both modes.
+        do {
+            _ = try Notification(topic: topic ?? "topic", pushType: d.pushType, priority: d.priority,
+                                 expiration: d.expiration, collapseID: d.collapseID, payload: try Payload(json: "{}"))
+        } catch let error as Notification.Error {
+            throw UsageError(error.description)
+        } catch {
+            throw UsageError("\(error)")
+        }
+        return d
     }
 
     private static func payload(_ path: String) throws(UsageError) -> Payload {
@@ -139,8 +228,9 @@ struct Settings {
     }
 
     private static func configuration(_ o: Options, credentials: Credentials,
-                                      environment: Environment) throws(UsageError) -> APNsClient.Configuration {
-        var c = APNsClient.Configuration(credentials: credentials, environment: environment)
+                                      endpoints: Endpoints) throws(UsageError) -> APNsClient.Configuration {
+        var c = APNsClient.Configuration(credentials: credentials, environment: endpoints.environment)
+        endpoints.apply(to: &c)
         // The library logs an unreachable endpoint too; the summary already says it in one line.
         c.logger.logLevel = .critical
         if let cacert = o.cacert {
@@ -178,5 +268,39 @@ struct Settings {
             throw UsageError("unknown \(flag) '\(text)' (expected \(allowed.joined(separator: ", ")))")
         }
         return value
+    }
+}
+
+/// `--env` and the endpoint overrides, by environment.
+struct Endpoints {
+    /// `--env`: where sends that name no environment go.
+    let environment: Environment
+    private var overrides: [Environment: Endpoint] = [:]
+
+    init(environment: Environment) {
+        self.environment = environment
+    }
+
+    subscript(environment: Environment) -> Endpoint? {
+        get { overrides[environment] }
+        set { overrides[environment] = newValue }
+    }
+
+    /// "https://HOST:PORT" where `environment`'s requests go.
+    func describe(_ environment: Environment) -> String {
+        if let e = overrides[environment] {
+            return e.host.contains(":") ? "https://[\(e.host)]:\(e.port)" : "https://\(e.host):\(e.port)"
+        }
+        return "https://\(environment.host):\(environment.port)"
+    }
+
+    /// "HOST:PORT", as the library's errors name it.
+    func hostPort(_ environment: Environment) -> String {
+        overrides[environment]?.description ?? "\(environment.host):\(environment.port)"
+    }
+
+    func apply(to c: inout APNsClient.Configuration) {
+        c.sandboxEndpoint = overrides[.sandbox]
+        c.productionEndpoint = overrides[.production]
     }
 }

@@ -23,6 +23,16 @@ struct Tally {
         outcomes[label, default: 0] += 1
     }
 
+    /// Adds another tally's counts (records written elsewhere, e.g. local refusals).
+    mutating func add(_ other: Tally) {
+        records += other.records
+        delivered += other.delivered
+        answered += other.answered
+        sent += other.sent
+        if firstError == nil { firstError = other.firstError }
+        for (label, n) in other.outcomes { outcomes[label, default: 0] += n }
+    }
+
     var allDelivered: Bool { records > 0 && delivered == records }
 
     /// True when tokens were sent but not one got an answer: the endpoint is the problem.

@@ -6,12 +6,24 @@ struct UsageError: Error {
     let message: String
 
     init(_ message: String) {
-        self.message = message
+        self.message = UsageError.visible(message)
     }
 
     /// For a file: "PATH: why".
     init(_ path: String, _ why: String) {
-        message = "\(path): \(why)"
+        message = UsageError.visible("\(path): \(why)")
+    }
+
+    /// One line, whatever the user typed: control characters in echoed values
+    /// (a file name or flag value with a line break or an escape sequence) are
+    /// shown escaped, so they can neither split the line nor drive the terminal.
+    private static func visible(_ text: String) -> String {
+        guard text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            out += scalar.value < 0x20 || scalar.value == 0x7F ? scalar.escaped(asASCII: true) : String(scalar)
+        }
+        return out
     }
 }
 

@@ -91,6 +91,9 @@ struct Record {
     let timestamp: Int64?
     let attempts: Int
     let error: String?
+    /// `--messages` runs: the input line (1-based) and the message's id when it gave one.
+    let inputLine: Int?
+    let id: String?
 
     init(_ line: String) throws {
         self.line = line
@@ -102,9 +105,12 @@ struct Record {
         timestamp = (object["timestamp"] as? NSNumber)?.int64Value
         attempts = object["attempts"] as! Int
         error = object["error"] as? String
+        inputLine = object["line"] as? Int
+        id = object["id"] as? String
         let keys = Set(object.keys)
         let six: Set = ["token", "status", "apns_id", "reason", "timestamp", "attempts"]
-        precondition(keys == six || keys == six.union(["error"]), "unexpected keys \(keys.sorted()) in \(line)")
+        precondition(keys.isSuperset(of: six) && keys.subtracting(six).isSubset(of: ["error", "line", "id"]),
+                     "unexpected keys \(keys.sorted()) in \(line)")
     }
 
     /// The six keys in the contract's order, every one present (null when empty).

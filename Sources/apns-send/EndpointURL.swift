@@ -1,7 +1,7 @@
 /// `--endpoint https://HOST:PORT`: where to connect instead of Apple's host.
 /// Only the scheme, a host (an IPv6 address in brackets) and a port: APNs'
 /// paths are fixed, so anything more is a mistake worth stopping for.
-enum Endpoint {
+enum EndpointURL {
     static func parse(_ text: String) -> (host: String, port: Int)? {
         guard text.hasPrefix("https://") else { return nil }
         var rest = Substring(text.dropFirst("https://".count))
