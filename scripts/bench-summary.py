@@ -34,8 +34,9 @@ rss = lambda r: int(r["rss_kb"]) / 1024
 h2 = {c: med(rs, rate) for (c, t, _), rs in groups.items() if t == "h2load"}
 h2cpu = {c: med(rs, cpu) for (c, t, _), rs in groups.items() if t == "h2load"}
 
-order = {"c1x1000": 0, "c1x100": 1, "c2x1000": 2, "c1x1000-50ms": 3}
-tools = {"h2load": 0, "apns-send": 1, "apns-bench": 2, "apns-send-100k": 3, "aioapns": 4}
+order = {"c1x1000": 0, "c1x100": 1, "c2x1000": 2, "c1x1000-50ms": 3, "engine": 4, "engine-50ms": 5}
+tools = {"h2load": 0, "apns-send": 1, "apns-bench": 2, "apns-send-100k": 3, "aioapns": 4, "engine-batch": 5,
+         "singles-1000": 6, "singles-20000": 7}
 fmt = "| {:<13} | {:<14} | {:<9} | {:>9} | {:>4} | {:>11} | {:>7} | {:>13} | {:>8} | {:>8} | {:>8} | {:>5} | {:>4} |"
 print(fmt.format("config", "tool", "transport", "N", "runs", "req/s (med)", "×h2load", "CPU ms/1k", "×h2 CPU",
                  "RSS MB", "p50 ms", "p99 ms", "ok"))
@@ -96,3 +97,18 @@ for (c, t, tr), rs in sorted(groups.items()):
     if t in ("apns-send", "apns-bench") and h2cpu.get(c):
         x = med(rs, cpu) / h2cpu[c]
         goal("%s %s %s CPU per notification within 2 x h2load's: %.2f x" % (c, t, tr, x), x <= 2)
+
+print("\nGoals (issue 9): per-event single sends against the batch, same mock, same session (medians)")
+for c in ("engine", "engine-50ms"):
+    batch = groups.get((c, "engine-batch", "nghttp2"))
+    if not batch:
+        continue
+    b_rate, b_rss = med(batch, rate), med(batch, rss)
+    for callers, goal in (("1000", 0.85), ("20000", 0.75)):
+        rs = groups.get((c, "singles-" + callers, "nghttp2"))
+        if not rs:
+            continue
+        r, m = med(rs, rate), med(rs, rss)
+        print("- %-11s %5s callers: rate %.2f x batch (goal >= %.2f: %s); peak RSS %.1f MB = batch %+.1f MB (goal <= +64: %s)"
+              % (c, callers, r / b_rate, goal, "met" if r / b_rate >= goal else "MISSED", m, m - b_rss,
+                 "met" if m - b_rss <= 64 else "MISSED"))

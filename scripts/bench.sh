@@ -143,6 +143,23 @@ print("%.1f %d %d %.2f %.2f %s" % (d["req_per_s"], d["connections_opened"], d["j
   record "$1" apns-bench "$7" "$2" "$6" "$rate" "$conns" "$jwts" "$p50" "$p99" "$ok"
 }
 
+run_engine() {  # CONFIG ROUND PORT N CALLERS: the library on 1 x 1000, one batch (CALLERS -) or
+  # per-event single sends from CALLERS concurrent callers, each with its own payload (issue 9)
+  local extra=() tool=engine-batch
+  if [ "$5" != "-" ]; then extra=(--callers "$5"); tool="singles-$5"; fi
+  timed "$APNS_BIN/apns-bench" -n "$4" --connections 1 --streams 1000 --transport nghttp2 \
+    --endpoint "https://127.0.0.1:$3" --pki "$work/pki" --json "${extra[@]}"
+  python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+l = d["latency_us"]
+print("%.1f %d %d %.2f %.2f %s" % (d["req_per_s"], d["connections_opened"], d["jwt_signatures"],
+      l["p50"] / 1000, l["p99"] / 1000, "yes" if d["succeeded"] == d["requests"] else "no:%d" % d["succeeded"]))
+' "$work/stdout" >"$work/fields" 2>/dev/null || echo "0 - - - - failed" >"$work/fields"
+  read -r rate conns jwts p50 p99 ok <"$work/fields"
+  record "$1" "$tool" nghttp2 "$2" "$4" "$rate" "$conns" "$jwts" "$p50" "$p99" "$ok"
+}
+
 # --- aioapns, a peer (pip-installed at benchmark time, never committed) -------------------
 peer_python=""
 if [ -z "${NO_PEERS:-}" ]; then
@@ -185,6 +202,12 @@ for round in $(seq "$rounds"); do
     run_bench "$name" "$round" "$port" "$c" "$m" "$n" nghttp2
     run_send "$name" "$round" "$port" "$c" "$m" "$ncurl" curl
     run_bench "$name" "$round" "$port" "$c" "$m" "$ncurl" curl
+  done
+  # The event-driven engine: 100k per-event single sends (1,000 and 20,000 callers) against
+  # the 100k batch, taking turns, on the fast mock and at 50 ms (50k there).
+  for engine in "engine $port_fast 100000" "engine-50ms $port_slow 50000"; do
+    read -r name port n <<<"$engine"
+    for callers in - 1000 20000; do run_engine "$name" "$round" "$port" "$n" "$callers"; done
   done
   # Memory: the same CLI run on 100k tokens, beside the headline's N.
   run_send c1x1000 "$round" "$port_fast" 1 1000 100000 nghttp2 apns-send-100k
