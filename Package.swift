@@ -49,6 +49,8 @@ let package = Package(
             ]
         ),
         .target(name: "APNsMock", dependencies: ["CAPNsMock"]),
+        // apns-server's memory: registry, preferences, outbox, delivery log (SQLite; PostgreSQL later).
+        .target(name: "Store"),
         .executableTarget(
             name: "apns-send",
             dependencies: ["APNs", .product(name: "ArgumentParser", package: "swift-argument-parser")]

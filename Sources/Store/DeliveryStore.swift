@@ -1,0 +1,304 @@
+/// The service's memory: device registry, preferences, the outbox and the delivery
+/// log, behind one interface so that SQLite (one instance) and PostgreSQL (several,
+/// issue #11) serve the same service. It knows nothing of HTTP or APNs: the service
+/// decides policy (who gets what, what a 410 means) and asks the store to record it.
+///
+/// Every method is one transaction. Times are milliseconds since 1970 (UTC), passed
+/// in by the caller so that tests control the clock.
+public protocol DeliveryStore: Sendable {
+    /// Creates or upgrades the schema (versioned, idempotent, safe when several
+    /// instances start at once).
+    func migrate() async throws(StoreError)
+
+    // MARK: Device registry
+
+    /// Upserts by (app type, token): a re-registered token is updated (and moved to
+    /// this user, reactivated, `registeredAt` = `now`), never duplicated.
+    func register(_ device: DeviceRegistration, now: Int64) async throws(StoreError)
+
+    /// Soft-deletes one of this user's active tokens; false when it is not one of them.
+    func unregister(userID: String, token: String, now: Int64) async throws(StoreError) -> Bool
+
+    /// This user's active tokens, newest first.
+    func devices(userID: String) async throws(StoreError) -> [DeviceRow]
+
+    // MARK: Preferences
+
+    /// The values this user saved for this app (keys never saved are absent).
+    func preferences(userID: String, appType: String) async throws(StoreError) -> [String: Bool]
+
+    /// Sets some keys, creating the record if there is none.
+    func updatePreferences(userID: String, appType: String, _ changes: [String: Bool],
+                           now: Int64) async throws(StoreError)
+
+    // MARK: Fan-out and the outbox
+
+    /// The users a notification targets, each with their saved preferences for the app
+    /// and their active iOS tokens of that app: by user ids, or by company (every user
+    /// with an active token of the app whose company is `companyID`).
+    func recipients(appType: String, audience: Audience) async throws(StoreError) -> [Recipient]
+
+    /// Records a notification and its deliveries, each pending in the outbox, in one
+    /// transaction: when this returns, they are committed (the 202 may be sent).
+    func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery], now: Int64) async throws(StoreError)
+
+    /// Claims up to `limit` pending deliveries whose lease is free or expired, for
+    /// `worker`, until `now + leaseMillis`. A delivery is never held by two workers at once.
+    func claim(worker: String, limit: Int, leaseMillis: Int64, now: Int64) async throws(StoreError) -> [ClaimedDelivery]
+
+    /// Extends the lease of deliveries this worker still holds.
+    func renew(worker: String, deliveryIDs: [Int64], leaseMillis: Int64, now: Int64) async throws(StoreError)
+
+    /// Records final outcomes (each leaves the outbox, gets exactly one final log
+    /// entry) and applies their token changes, in one transaction. An outcome for a
+    /// delivery this worker no longer holds (its lease expired and another took it)
+    /// is ignored and counted in the return value.
+    func finish(worker: String, _ outcomes: [DeliveryOutcome], now: Int64) async throws(StoreError) -> Int
+
+    /// Puts a claimed delivery back to pending with a new environment (the
+    /// BadDeviceToken retry in the other environment); its apns-id stays.
+    func retry(worker: String, deliveryID: Int64, environment: String, now: Int64) async throws(StoreError)
+
+    // MARK: Reading the log
+
+    func notification(id: String) async throws(StoreError) -> NotificationView?
+    func delivery(apnsID: String) async throws(StoreError) -> DeliveryView?
+    /// Deliveries pending in the outbox.
+    func outboxDepth() async throws(StoreError) -> Int
+}
+
+/// A store that cannot do what was asked: the database is unreachable, or refused.
+public struct StoreError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+public struct DeviceRegistration: Sendable, Hashable {
+    public var userID: String
+    public var companyID: String?
+    /// Lower-case hex.
+    public var token: String
+    /// "ios" or "android" (stored, never sent).
+    public var platform: String
+    public var appType: String
+    public var deviceName: String?
+    public var osVersion: String?
+    public var appVersion: String?
+    /// "sandbox" or "production".
+    public var environment: String
+
+    public init(userID: String, companyID: String? = nil, token: String, platform: String, appType: String,
+                deviceName: String? = nil, osVersion: String? = nil, appVersion: String? = nil,
+                environment: String = "production") {
+        self.userID = userID
+        self.companyID = companyID
+        self.token = token
+        self.platform = platform
+        self.appType = appType
+        self.deviceName = deviceName
+        self.osVersion = osVersion
+        self.appVersion = appVersion
+        self.environment = environment
+    }
+}
+
+/// A token as `GET /api/user/device-tokens` lists it.
+public struct DeviceRow: Sendable, Hashable {
+    public var id: Int64
+    public var platform: String
+    public var appType: String
+    public var deviceName: String?
+    public var osVersion: String?
+    public var appVersion: String?
+    public var lastUsedAt: Int64?
+    public var createdAt: Int64
+
+    public init(id: Int64, platform: String, appType: String, deviceName: String?, osVersion: String?,
+                appVersion: String?, lastUsedAt: Int64?, createdAt: Int64) {
+        self.id = id
+        self.platform = platform
+        self.appType = appType
+        self.deviceName = deviceName
+        self.osVersion = osVersion
+        self.appVersion = appVersion
+        self.lastUsedAt = lastUsedAt
+        self.createdAt = createdAt
+    }
+}
+
+public enum Audience: Sendable, Hashable {
+    case users([String])
+    case company(String)
+}
+
+public struct Recipient: Sendable, Hashable {
+    public var userID: String
+    /// Saved values only.
+    public var preferences: [String: Bool]
+    /// Active iOS tokens of the app.
+    public var devices: [Device]
+
+    public struct Device: Sendable, Hashable {
+        public var id: Int64
+        public var token: String
+        public var environment: String
+        public init(id: Int64, token: String, environment: String) {
+            self.id = id
+            self.token = token
+            self.environment = environment
+        }
+    }
+
+    public init(userID: String, preferences: [String: Bool], devices: [Device]) {
+        self.userID = userID
+        self.preferences = preferences
+        self.devices = devices
+    }
+}
+
+public struct NewNotification: Sendable, Hashable {
+    public var id: String
+    public var type: String
+    public var entityType: String?
+    public var entityID: String?
+    public var appType: String
+
+    public init(id: String, type: String, entityType: String?, entityID: String?, appType: String) {
+        self.id = id
+        self.type = type
+        self.entityType = entityType
+        self.entityID = entityID
+        self.appType = appType
+    }
+}
+
+/// One message to one device, as the outbox keeps it until it is final.
+public struct NewDelivery: Sendable, Hashable {
+    public var userID: String
+    public var deviceID: Int64
+    public var token: String
+    public var environment: String
+    /// Chosen at enqueue time, kept across every attempt and restart.
+    public var apnsID: String
+    /// The exact bytes to send.
+    public var payload: [UInt8]
+    public var pushType: String
+    public var priority: Int?
+    public var collapseID: String?
+    public var expiration: Int64?
+
+    public init(userID: String, deviceID: Int64, token: String, environment: String, apnsID: String,
+                payload: [UInt8], pushType: String = "alert", priority: Int? = nil, collapseID: String? = nil,
+                expiration: Int64? = nil) {
+        self.userID = userID
+        self.deviceID = deviceID
+        self.token = token
+        self.environment = environment
+        self.apnsID = apnsID
+        self.payload = payload
+        self.pushType = pushType
+        self.priority = priority
+        self.collapseID = collapseID
+        self.expiration = expiration
+    }
+}
+
+public struct ClaimedDelivery: Sendable, Hashable {
+    public var id: Int64
+    public var notificationID: String
+    public var appType: String
+    public var delivery: NewDelivery
+    /// Attempts recorded so far (claims that ended in a finish or a retry).
+    public var attempts: Int
+    /// The other environment was tried already (BadDeviceToken rule): never twice.
+    public var crossEnvironmentTried: Bool
+
+    public init(id: Int64, notificationID: String, appType: String, delivery: NewDelivery, attempts: Int,
+                crossEnvironmentTried: Bool) {
+        self.id = id
+        self.notificationID = notificationID
+        self.appType = appType
+        self.delivery = delivery
+        self.attempts = attempts
+        self.crossEnvironmentTried = crossEnvironmentTried
+    }
+}
+
+/// A delivery's final answer, and what it does to its token.
+public struct DeliveryOutcome: Sendable, Hashable {
+    public var deliveryID: Int64
+    public var delivered: Bool
+    public var status: Int
+    public var reason: String?
+    /// APNs' 410 timestamp (ms), or when the answer came.
+    public var timestamp: Int64?
+    public var attempts: Int
+    public var tokenChange: TokenChange?
+
+    public enum TokenChange: Sendable, Hashable {
+        /// 410: deactivate, but only if the token was registered before `before`
+        /// (a token re-registered since stays active).
+        case deactivate(reason: String, registeredBefore: Int64)
+        /// DeviceTokenNotForTopic, or BadDeviceToken in both environments.
+        case deactivateNow(reason: String)
+        /// It worked in the other environment: the token lives there.
+        case moveEnvironment(String)
+    }
+
+    public init(deliveryID: Int64, delivered: Bool, status: Int, reason: String?, timestamp: Int64?,
+                attempts: Int, tokenChange: TokenChange? = nil) {
+        self.deliveryID = deliveryID
+        self.delivered = delivered
+        self.status = status
+        self.reason = reason
+        self.timestamp = timestamp
+        self.attempts = attempts
+        self.tokenChange = tokenChange
+    }
+}
+
+public struct NotificationView: Sendable, Hashable {
+    public var id: String
+    public var type: String
+    public var entityID: String?
+    public var createdAt: Int64
+    public var deliveries: [DeliveryView]
+
+    public init(id: String, type: String, entityID: String?, createdAt: Int64, deliveries: [DeliveryView]) {
+        self.id = id
+        self.type = type
+        self.entityID = entityID
+        self.createdAt = createdAt
+        self.deliveries = deliveries
+    }
+}
+
+public struct DeliveryView: Sendable, Hashable {
+    public var notificationID: String
+    public var userID: String
+    public var token: String
+    public var environment: String
+    /// "pending", "delivered" or "failed".
+    public var state: String
+    public var apnsID: String
+    public var status: Int?
+    public var reason: String?
+    public var timestamp: Int64?
+    public var attempts: Int
+    public var finishedAt: Int64?
+
+    public init(notificationID: String, userID: String, token: String, environment: String, state: String,
+                apnsID: String, status: Int?, reason: String?, timestamp: Int64?, attempts: Int, finishedAt: Int64?) {
+        self.notificationID = notificationID
+        self.userID = userID
+        self.token = token
+        self.environment = environment
+        self.state = state
+        self.apnsID = apnsID
+        self.status = status
+        self.reason = reason
+        self.timestamp = timestamp
+        self.attempts = attempts
+        self.finishedAt = finishedAt
+    }
+}
