@@ -59,6 +59,11 @@ public protocol DeliveryStore: Sendable {
     /// BadDeviceToken retry in the other environment); its apns-id stays.
     func retry(worker: String, deliveryID: Int64, environment: String, now: Int64) async throws(StoreError)
 
+    /// Gives claimed deliveries back without a final answer (APNs gave none: the
+    /// endpoint is unreachable, the client is shutting down): pending again from
+    /// `availableAt`, their attempts counted, their apns-ids kept.
+    func release(worker: String, deliveryIDs: [Int64], availableAt: Int64, now: Int64) async throws(StoreError)
+
     // MARK: Reading the log
 
     func notification(id: String) async throws(StoreError) -> NotificationView?
