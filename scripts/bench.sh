@@ -129,9 +129,7 @@ run_send() {  # CONFIG ROUND PORT C M N TRANSPORT [TOOL]
     "$([ "$ok" = "$6" ] && echo yes || echo "no:$ok")"
 }
 
-run_bench() {  # CONFIG ROUND PORT C M N TRANSPORT
-  timed "$APNS_BIN/apns-bench" -n "$6" --connections "$4" --streams "$5" --transport "$7" \
-    --endpoint "https://127.0.0.1:$3" --pki "$work/pki" --json
+bench_fields() {  # apns-bench's --json report in $work/stdout -> "rate conns jwts p50 p99 ok" in $work/fields
   python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -139,6 +137,12 @@ l = d["latency_us"]
 print("%.1f %d %d %.2f %.2f %s" % (d["req_per_s"], d["connections_opened"], d["jwt_signatures"],
       l["p50"] / 1000, l["p99"] / 1000, "yes" if d["succeeded"] == d["requests"] else "no:%d" % d["succeeded"]))
 ' "$work/stdout" >"$work/fields" 2>/dev/null || echo "0 - - - - failed" >"$work/fields"
+}
+
+run_bench() {  # CONFIG ROUND PORT C M N TRANSPORT
+  timed "$APNS_BIN/apns-bench" -n "$6" --connections "$4" --streams "$5" --transport "$7" \
+    --endpoint "https://127.0.0.1:$3" --pki "$work/pki" --json
+  bench_fields
   read -r rate conns jwts p50 p99 ok <"$work/fields"
   record "$1" apns-bench "$7" "$2" "$6" "$rate" "$conns" "$jwts" "$p50" "$p99" "$ok"
 }
@@ -149,13 +153,7 @@ run_engine() {  # CONFIG ROUND PORT N CALLERS: the library on 1 x 1000, one batc
   if [ "$5" != "-" ]; then extra=(--callers "$5"); tool="singles-$5"; fi
   timed "$APNS_BIN/apns-bench" -n "$4" --connections 1 --streams 1000 --transport nghttp2 \
     --endpoint "https://127.0.0.1:$3" --pki "$work/pki" --json "${extra[@]}"
-  python3 -c '
-import json, sys
-d = json.load(open(sys.argv[1]))
-l = d["latency_us"]
-print("%.1f %d %d %.2f %.2f %s" % (d["req_per_s"], d["connections_opened"], d["jwt_signatures"],
-      l["p50"] / 1000, l["p99"] / 1000, "yes" if d["succeeded"] == d["requests"] else "no:%d" % d["succeeded"]))
-' "$work/stdout" >"$work/fields" 2>/dev/null || echo "0 - - - - failed" >"$work/fields"
+  bench_fields
   read -r rate conns jwts p50 p99 ok <"$work/fields"
   record "$1" "$tool" nghttp2 "$2" "$4" "$rate" "$conns" "$jwts" "$p50" "$p99" "$ok"
 }

@@ -100,8 +100,7 @@ final class Batch<Context: Sendable> {
     /// The caller's value of each request in flight, by ticket.
     private var contexts: [Context?]
     private var freeTickets: [Int]
-    private var ready: [(DeliveryResult, Context)] = []
-    private var readyHead = 0
+    private var ready = FIFO<(DeliveryResult, Context)>()
     /// Taken from the input, not started: the lane they go to was full.
     private var pending: [Outgoing<Context>] = []
     private var inputDone = false
@@ -127,12 +126,12 @@ final class Batch<Context: Sendable> {
     }
 
     private var inFlight: Int { window - freeTickets.count }
-    private var readyCount: Int { ready.count - readyHead }
+    private var readyCount: Int { ready.count }
 
     /// The next final result, or nil when every message has one.
     func next() async -> (DeliveryResult, Context)? {
         while true {
-            if let result = popReady() { return result }
+            if let result = ready.popFirst() { return result }
             absorb(inbox.take())
             if readyCount > 0 { continue }
             if Task.isCancelled && !cancelled { cancel() }
@@ -145,17 +144,6 @@ final class Batch<Context: Sendable> {
                 inbox.poke()
             }
         }
-    }
-
-    private func popReady() -> (DeliveryResult, Context)? {
-        guard readyHead < ready.count else { return nil }
-        let result = ready[readyHead]
-        readyHead += 1
-        if readyHead == ready.count {
-            ready.removeAll(keepingCapacity: true)
-            readyHead = 0
-        }
-        return result
     }
 
     private func absorb(_ items: [BatchInbox.Item]) {

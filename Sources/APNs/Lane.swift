@@ -130,8 +130,7 @@ final class Lane: Sendable {
         var free: [Int]
         /// Invariant: a caller waits only while `free` is empty; a slot that frees goes
         /// to the first waiting caller directly, and wakes every batch before it.
-        var waiters: [Waiter] = []
-        var waitersHead = 0
+        var waiters = FIFO<Waiter>()
         /// Slots filled for waiting callers, to submit before the lock is let go.
         var starts: [Int] = []
         var retries: [Retry] = []
@@ -151,19 +150,6 @@ final class Lane: Sendable {
         init(capacity: Int) {
             slots = Array(repeating: Slot(), count: capacity)
             free = Array((0..<capacity).reversed())
-        }
-
-        var hasWaiters: Bool { waitersHead < waiters.count }
-
-        mutating func popWaiter() -> Waiter? {
-            guard hasWaiters else { return nil }
-            let w = waiters[waitersHead]
-            waitersHead += 1
-            if waitersHead == waiters.count {
-                waiters.removeAll(keepingCapacity: true)
-                waitersHead = 0
-            }
-            return w
         }
 
         mutating func take() -> Int? {
@@ -229,10 +215,9 @@ final class Lane: Sendable {
             var fx = Effects()
             state.withLock { s in
                 // Still in line: it leaves with a result of its own, never sent.
-                if let k = s.waiters[s.waitersHead...].firstIndex(where: {
+                if case .caller(_, let request, let c)? = s.waiters.removeFirst(where: {
                     if case .caller(id, _, _) = $0 { true } else { false }
-                }), case .caller(_, let request, let c) = s.waiters[k] {
-                    s.waiters.remove(at: k)
+                }) {
                     fx.finals.append((.caller(c), notSent(request, "cancelled before it was sent"), false))
                 } else if let slot = s.slots.firstIndex(where: { $0.callerID == id }) {
                     // In flight: its answer still counts, but it is not sent again.
@@ -490,7 +475,7 @@ final class Lane: Sendable {
     /// A freed slot goes to the first caller in line (batches before it are woken to
     /// try again), else back to the free list.
     private func release(_ s: inout State, _ slot: Int, _ fx: inout Effects) {
-        while let waiter = s.popWaiter() {
+        while let waiter = s.waiters.popFirst() {
             switch waiter {
             case .batch(let inbox):
                 fx.pokes.append(inbox)
@@ -549,7 +534,7 @@ final class Lane: Sendable {
         var fx = Effects()
         state.withLock { s in
             s.closed = true
-            while let waiter = s.popWaiter() {
+            while let waiter = s.waiters.popFirst() {
                 switch waiter {
                 case .batch(let inbox): fx.pokes.append(inbox)
                 case .caller(_, let request, let c):
@@ -631,7 +616,7 @@ extension Lane {
     var audit: Audit {
         state.withLock { s in
             Audit(busy: s.busy, free: s.free.count, slotsHoldingMessages: s.slots.count { $0.message != nil },
-                  waiters: s.waiters.count - s.waitersHead, retries: s.retries.count)
+                  waiters: s.waiters.count, retries: s.retries.count)
         }
     }
 }
