@@ -61,16 +61,17 @@ import Testing
                     do { return (token, try await client.send(note, to: token).status) } catch { return (token, nil) }
                 }
             }
-            try? await Task.sleep(for: .milliseconds(50))
+            // Shut down with callers in line, whatever the machine's speed.
+            while client.dispatcher.defaultLane.audit.waiters == 0 { try? await Task.sleep(for: .milliseconds(1)) }
             await client.shutdown()
             var all: [(String, Int?)] = []
             for await o in group { all.append(o) }
             return all
         }
         #expect(outcomes.count == tokens.count)
-        let delivered = outcomes.filter { $0.1 == 200 }
-        #expect(!delivered.isEmpty && delivered.count <= client.configuration.outstandingLimit)
-        #expect(outcomes.allSatisfy { $0.1 == 200 || $0.1 == 0 }, "in flight: answered; waiting: ended at once")
+        #expect(outcomes.contains { $0.1 == 200 }, "in flight when it shut down: answered")
+        #expect(outcomes.contains { $0.1 == 0 }, "in line when it shut down: ended at once")
+        #expect(outcomes.allSatisfy { $0.1 == 200 || $0.1 == 0 })
         await #expect(throws: APNsError.shutDown) { try await client.send(note, to: tokens[0]) }
     }
 }
