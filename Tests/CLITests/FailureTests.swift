@@ -53,9 +53,10 @@ import TestSupport
         let mock = try CLI.mock { $0.latency = .milliseconds(100) }
         defer { mock.stop() }
         let scratch = Scratch()
-        // 50 s of work at 4 × 100 ms: the interrupt lands mid-run even when this test's
-        // task waits a while for a thread (the suite runs tests side by side on 2 cores).
-        let tokens = CLI.tokens(2000)
+        // 250 s of work at 4 × 100 ms: the interrupt lands mid-run even when this test's
+        // task waits a long while for a thread (the suite runs tests side by side on 2
+        // cores; a starved run once outlasted 50 s of work). The test ends at the interrupt.
+        let tokens = CLI.tokens(10_000)
         let run = try SendProcess(CLI.arguments(mock) + ["--concurrency", "4", "--output", scratch.path("o.jsonl"),
                                                          CLI.payload, scratch.file("t.txt", tokens.joined(separator: "\n"))])
         // Wait until some records are written, then interrupt.
