@@ -171,6 +171,22 @@ static void conn_watch(h2_conn *c)
     }
 }
 
+/* A new socket is connecting to c->addr: watch it, and give it an equal share of
+ * the connect time left, so that one address that never answers cannot spend it
+ * all before the others are tried (curl splits its timeout the same way). */
+static void conn_connecting(h2_conn *c)
+{
+    conn_watch(c);
+    c->addr_deadline_ns = 0;
+    if (!c->connect_deadline_ns)
+        return;
+    int64_t n = 0;
+    for (const struct addrinfo *a = c->addr; a; a = a->ai_next)
+        n++;
+    if (n > 1)
+        c->addr_deadline_ns = c->t->now_ns + (c->connect_deadline_ns - c->t->now_ns) / n;
+}
+
 static h2_conn *conn_open(h2_transport *t)
 {
     const capns_sender_config *cfg = &t->s->cfg;
@@ -192,7 +208,7 @@ static h2_conn *conn_open(h2_transport *t)
     } else if (h2_tcp_start(c, cfg->host, cfg->port) != 0) {
         conn_dead(c, false);
     } else {
-        conn_watch(c);
+        conn_connecting(c);
     }
     return c;
 }
@@ -223,10 +239,10 @@ static void conn_close(h2_transport *t, h2_conn *c, capns_outcome outcome)
 static void conn_event(h2_transport *t, h2_conn *c)
 {
     if (c->state == H2_CONNECTING) {
-        int fd = c->fd, rv = h2_tcp_finish(c);
-        if (rv == 0 && c->fd != fd)
-            conn_watch(c);              /* moved on to the next address */
-        if (rv <= 0) {
+        int rv = h2_tcp_finish(c);
+        if (rv == 2)
+            conn_connecting(c);         /* refused: on to the next address */
+        if (rv != 1) {
             if (rv < 0)
                 conn_dead(c, false);
             return;
@@ -401,7 +417,15 @@ static void expire_connections(h2_transport *t)
 {
     const capns_sender_config *cfg = &t->s->cfg;
     FOR_EACH_CONN(t, c) {
-        if (c->state < H2_READY && c->connect_deadline_ns && t->now_ns >= c->connect_deadline_ns) {
+        if (c->state == H2_CONNECTING && c->addr_deadline_ns && t->now_ns >= c->addr_deadline_ns &&
+            t->now_ns < c->connect_deadline_ns) {
+            snprintf(c->error, sizeof c->error, "connect: no answer from an address within its share of %d ms",
+                     cfg->connect_timeout_ms);
+            if (h2_tcp_next(c) == 0)
+                conn_connecting(c);
+            else
+                conn_dead(c, false);
+        } else if (c->state < H2_READY && c->connect_deadline_ns && t->now_ns >= c->connect_deadline_ns) {
             snprintf(c->error, sizeof c->error, "connect timed out after %d ms", cfg->connect_timeout_ms);
             conn_dead(c, false);
         } else if (c->state == H2_READY && cfg->ping_interval_ms > 0) {
@@ -434,7 +458,8 @@ static int next_timeout_ms(h2_transport *t)
         next = H2_CONTAINER(t->age.next, h2_stream, age)->req.submitted_ns + cfg->request_timeout_ms * MS;
     FOR_EACH_CONN(t, c) {
         if (c->state < H2_READY)
-            next = earliest(next, c->connect_deadline_ns);
+            next = earliest(earliest(next, c->connect_deadline_ns),
+                            c->state == H2_CONNECTING ? c->addr_deadline_ns : 0);
         else if (c->state == H2_READY && cfg->ping_interval_ms > 0)
             next = earliest(next, c->ping_sent_ns ? c->ping_sent_ns + ping_ack_ns(t)
                                                   : c->last_read_ns + cfg->ping_interval_ms * MS);
