@@ -265,15 +265,22 @@ static void *loop_main(void *arg)
     while (!atomic_load(&m->stopping)) {
         int n = wait_events(loop, events, 64);
         loop->now_ns = mock__now_ns();
+        bool woken = false;
         for (int i = 0; i < n; i++) {
             void *p = events[i].data.ptr;
             if (p == &loop->listen_fd)
                 mock__conn_accept(loop);
             else if (p == &loop->wake_fd)
-                apply_limits(loop);
+                woken = true;
             else
                 mock__conn_io(p, events[i].events);
         }
+        /* Only a connection's own event may free it inside the batch. apply_limits
+         * writes to every connection, and one the client reset is closed and freed
+         * there while its event may still sit later in events[]: so, like the
+         * timers, it runs once the batch is done. */
+        if (woken)
+            apply_limits(loop);
         fire_timers(loop);
     }
     while (loop->conns)
