@@ -45,6 +45,8 @@ public struct MockConfiguration: Sendable {
     public var tokenUpdateInterval: Duration = .seconds(20 * 60)
     /// Accept, handshake, read requests, never answer.
     public var stall = false
+    /// Never acknowledge a client's PING, while answering requests as usual.
+    public var noPingAck = false
     /// The first valid provider token the mock sees runs out after this many requests
     /// used it (0: it is expired from the start): every later use is answered 403
     /// ExpiredProviderToken, as when a token's hour ends mid-batch. Nil: off.

@@ -429,10 +429,13 @@ static void expire_connections(h2_transport *t)
             snprintf(c->error, sizeof c->error, "connect timed out after %d ms", cfg->connect_timeout_ms);
             conn_dead(c, false);
         } else if (c->state == H2_READY && cfg->ping_interval_ms > 0) {
-            /* Anything read since the PING shows the server alive: a busy one (answers
-             * queued before the ACK) is not a dead one. */
-            if (c->ping_sent_ns && t->now_ns >= c->ping_sent_ns + ping_ack_ns(t) &&
-                c->last_read_ns <= c->ping_sent_ns) {
+            /* The ACK comes back in order behind whatever the server sent before it,
+             * and a PING goes out only after a read-idle interval, so a server that
+             * still has not acknowledged by the deadline is not merely busy: it reads
+             * but does not answer (or the path lost it). Replace the connection. Other
+             * frames read meanwhile do not excuse it: they once kept ping_sent_ns set
+             * past its deadline, and next_timeout_ms() at 0, the loop spinning. */
+            if (c->ping_sent_ns && t->now_ns >= c->ping_sent_ns + ping_ack_ns(t)) {
                 snprintf(c->error, sizeof c->error, "PING not acknowledged within %lld ms",
                          (long long)(ping_ack_ns(t) / MS));
                 conn_dead(c, true);

@@ -445,6 +445,8 @@ capns_mock *capns_mock_create(const capns_mock_config *cfg, char *err, size_t er
     }
     mock__judge_callbacks(m->callbacks);
     nghttp2_option_set_no_closed_streams(m->h2_options, 1);
+    if (m->cfg.no_ping_ack)
+        nghttp2_option_set_no_auto_ping_ack(m->h2_options, 1);
 
     m->loops = calloc((size_t)m->cfg.threads, sizeof *m->loops);
     if (!m->loops) {

@@ -58,6 +58,8 @@ struct MockCommand: ParsableCommand {
     var tokenUpdateInterval = "20m"
     @Flag(help: "Accept, handshake and read requests, but never answer.")
     var stall = false
+    @Flag(help: "Never acknowledge a client's PING (requests are still answered).")
+    var noPingAck = false
     @Flag(help: "Development environment: 200 answers carry apns-unique-id.")
     var sandbox = false
     @Option(help: "Write statistics (JSON) here instead of stderr.")
@@ -113,6 +115,7 @@ struct MockCommand: ParsableCommand {
         if let idle500After { c.idle500After = try Self.duration(idle500After, "--idle-500-after") }
         c.tokenUpdateInterval = try Self.duration(tokenUpdateInterval, "--token-update-interval")
         c.stall = stall
+        c.noPingAck = noPingAck
         c.threads = threads
         c.seed = seed
         return c

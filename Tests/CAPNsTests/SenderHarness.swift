@@ -38,10 +38,24 @@ final class Collector: @unchecked Sendable {
     private let lock = NSLock()
     private var items: [Completion] = []
     private var waiters: [(Int, CheckedContinuation<Void, Never>)] = []
+    private var senderClock: clockid_t?
 
     var completions: [Completion] { lock.withLock { items } }
 
+    /// CPU time the sender thread has used, once it delivered a completion (the
+    /// callback runs on it and notes its clock); nil before.
+    var senderCPUSeconds: Double? {
+        guard let clock = lock.withLock({ senderClock }) else { return nil }
+        var ts = timespec()
+        guard clock_gettime(clock, &ts) == 0 else { return nil }
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
     func add(_ batch: UnsafePointer<capns_completion>, _ count: Int) {
+        if lock.withLock({ senderClock == nil }) {
+            var clock = clockid_t()
+            if pthread_getcpuclockid(pthread_self(), &clock) == 0 { lock.withLock { senderClock = clock } }
+        }
         // Decoded outside the lock: the sender thread should not wait on a test's reader.
         let received = (0..<count).map { Completion(batch[$0]) }
         var ready: [CheckedContinuation<Void, Never>] = []
@@ -144,10 +158,14 @@ final class TestSender: @unchecked Sendable {
 
     /// Submits tags 0..<count in batches, waiting for room while the queue is full (off the pool).
     func submit(count: Int) async {
+        await submit(tags: 0..<count)
+    }
+
+    func submit(tags: Range<Int>) async {
         await offPool { [self] in
-            var next = 0
-            while next < count {
-                next += submitBatch(next..<min(count, next + 256))
+            var next = tags.lowerBound
+            while next < tags.upperBound {
+                next += submitBatch(next..<min(tags.upperBound, next + 256))
             }
         }
     }

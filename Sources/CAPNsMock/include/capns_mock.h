@@ -78,6 +78,9 @@
  *                    back to the current limit K requests later (0 = never).
  *   idle_timeout_ms  GOAWAY(NO_ERROR, debug {"reason":"IdleTimeout"}) after
  *                    that long without a frame from the client.
+ *   no_ping_ack      PING frames are read and never acknowledged (every
+ *                    connection): a peer whose liveness check fails while it
+ *                    still answers requests.
  *
  * expire_first_token, expire_first_token_after N: the first valid provider
  * token the mock sees is answered 403 ExpiredProviderToken from its (N+1)th
@@ -145,6 +148,7 @@ typedef struct {
     size_t attempts_cap;        /* distinct tokens counted; 0 = 1 << 20 */
     uint64_t seed;
     int threads;                /* event-loop threads, SO_REUSEPORT listeners; 0 = 1 */
+    int no_ping_ack;            /* never acknowledge a client's PING (a half-dead peer) */
 } capns_mock_config;
 
 typedef struct capns_mock capns_mock;
