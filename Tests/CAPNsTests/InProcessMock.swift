@@ -67,6 +67,14 @@ final class InProcessMock: @unchecked Sendable {
 
     deinit { if !stopped { capns_mock_destroy(mock) } }
 
+    /// The header names of every recorded request (record_cap > 0), in order; before stop().
+    func recordedHeaderNames() -> [String] {
+        (0..<capns_mock_record_count(mock)).flatMap { i -> [String] in
+            guard let r = capns_mock_record_get(mock, i)?.pointee else { return [] }
+            return (0..<r.n_headers).map { String(cString: r.headers[$0].name) }
+        }
+    }
+
     /// A fresh ES256 provider token for TestPKI's key and team.
     static func providerToken() throws -> String {
         let pki = TestPKI.shared

@@ -200,6 +200,23 @@ final class TestSender: @unchecked Sendable {
         capns_sender_set_authorization(sender, jwt)
     }
 
+    /// capns_sender_set_authorization's result: 0, or -1 (errno EINVAL) when refused.
+    func setAuthorization(_ jwt: String) -> Int32 {
+        capns_sender_set_authorization(sender, jwt)
+    }
+
+    /// One request as given, without waiting for room: (taken, errno).
+    func submitRaw(tag: Int, token: String, apnsID: String) -> (Int, Int32) {
+        token.withCString { token in
+            apnsID.withCString { id in
+                var r = capns_request(tag: UInt64(tag), message: message, token: token, apns_id: id)
+                errno = 0
+                let taken = capns_sender_submit(sender, &r, 1)
+                return (taken, errno)
+            }
+        }
+    }
+
     var stats: capns_sender_stats {
         var s = capns_sender_stats()
         capns_sender_get_stats(sender, &s)

@@ -64,7 +64,15 @@ typedef struct {
     size_t payload_len;
 } capns_message_spec;
 
-/* Copies everything in spec. Returns NULL only when out of memory. */
+/* 1 when s can be an HTTP header value as given: no control character (a byte
+ * below 0x20, or 0x7f). A CR or LF in a value would let a caller's text end the
+ * header early and start one of its own on any hop that speaks HTTP/1 (header
+ * injection); HTTP/2 peers refuse such a value anyway, as a stream error. */
+int capns_header_value_ok(const char *s);
+
+/* Copies everything in spec. Returns NULL with errno EINVAL when topic, push_type
+ * or collapse_id fails capns_header_value_ok (nothing is sent), or with errno
+ * ENOMEM when out of memory. */
 capns_message *capns_message_create(const capns_message_spec *spec);
 void capns_message_retain(capns_message *m);
 void capns_message_release(capns_message *m);
@@ -149,11 +157,16 @@ typedef struct {
 /* Starts the sender thread; connects lazily on the first request. */
 capns_sender *capns_sender_create(const capns_sender_config *cfg, char *err, size_t errlen);
 
-/* The provider JWT (without "bearer ") used for requests started from now on. */
-void capns_sender_set_authorization(capns_sender *s, const char *jwt);
+/* The provider JWT (without "bearer ") used for requests started from now on.
+ * Returns 0, or -1 with errno EINVAL when jwt fails capns_header_value_ok or is
+ * CAPNS_JWT_MAX bytes or longer; the token set before stays in use then. */
+int capns_sender_set_authorization(capns_sender *s, const char *jwt);
 
 /* Copies up to n requests into the sender's queue; returns how many were taken
- * (fewer when max_outstanding would be exceeded). Never blocks on the network. */
+ * (fewer when max_outstanding would be exceeded). Never blocks on the network.
+ * A request whose token or apns_id fails capns_header_value_ok, or is longer than
+ * CAPNS_TOKEN_MAX or CAPNS_UUID_LEN, ends the run: the count returned stops before
+ * it and errno is EINVAL (after a short count for lack of room errno is 0). */
 size_t capns_sender_submit(capns_sender *s, const capns_request *reqs, size_t n);
 
 /* The same for requests sent before that the server did not process (NOT_PROCESSED):
