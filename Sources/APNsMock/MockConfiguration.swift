@@ -14,6 +14,10 @@ public struct MockConfiguration: Sendable {
     public var authKeys: [String: String]
     /// Accepted JWT "iss" values.
     public var teamIDs: [String]
+    /// The team each provider key signs for (key id to team id), as an APNs key belongs
+    /// to one team: a token whose "iss" is another team is 403 InvalidProviderToken. A key
+    /// not listed here belongs to the only team in `teamIDs` (with several, start fails).
+    public var keyTeams: [String: String] = [:]
     /// Bundle ids; push-type suffixes (".voip", ...) are added by the mock.
     public var topics: [String]
     /// SETTINGS_MAX_CONCURRENT_STREAMS after a connection's first success.

@@ -121,7 +121,8 @@ public final class MockServer: Sendable {
             return p
         }
         let keys = c.authKeys.sorted { $0.key < $1.key }.map {
-            capns_mock_auth_key(key_id: cString($0.key), path: cString($0.value))
+            capns_mock_auth_key(key_id: cString($0.key), path: cString($0.value),
+                                team_id: c.keyTeams[$0.key].map { UnsafePointer(cString($0)) })
         }
         let teams: [UnsafePointer<CChar>?] = c.teamIDs.map { UnsafePointer(cString($0)) }
         let topics: [UnsafePointer<CChar>?] = c.topics.map { UnsafePointer(cString($0)) }

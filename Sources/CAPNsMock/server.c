@@ -360,10 +360,27 @@ static int load_keys(capns_mock *m, const capns_mock_config *cfg, char *err, siz
         return -1;
     for (size_t i = 0; i < cfg->n_auth_keys; i++) {
         mock_key *k = &m->keys[i];
+        const char *team = cfg->auth_keys[i].team_id;
         snprintf(k->kid, sizeof k->kid, "%s", cfg->auth_keys[i].key_id);
         if (!(k->pub = load_provider_key(cfg->auth_keys[i].path, err, errlen)))
             return -1;
         m->n_keys++;
+        /* An APNs key belongs to one team: a token it signs for another is refused. */
+        k->team = -1;
+        for (size_t t = 0; team && t < m->n_teams && k->team < 0; t++)
+            if (strcmp(m->teams[t], team) == 0)
+                k->team = (int)t;
+        if (!team && m->n_teams == 1)
+            k->team = 0;
+        if (team && k->team < 0) {
+            fail(err, errlen, "provider key %s: team %s is not one of the configured teams", k->kid, team);
+            return -1;
+        }
+        if (!team && m->n_teams > 1) {
+            fail(err, errlen, "provider key %s: which team does it sign for? %zu teams are configured",
+                 k->kid, m->n_teams);
+            return -1;
+        }
     }
     return 0;
 }

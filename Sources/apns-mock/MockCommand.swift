@@ -31,6 +31,9 @@ struct MockCommand: ParsableCommand {
     var authKeys: [String] = []
     @Option(name: .customLong("team-id"), help: "Accepted team id (JWT \"iss\"). Repeatable.")
     var teamIDs: [String] = []
+    @Option(name: .customLong("key-team"),
+            help: "KEYID=TEAMID: the team a provider key signs for (needed with several --team-id). Repeatable.")
+    var keyTeams: [String] = []
     @Option(name: .customLong("topic"), help: "Accepted bundle id; push-type suffixes are implied. Repeatable.")
     var topics: [String] = []
     @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS after a connection's first success (1 before).")
@@ -88,6 +91,12 @@ struct MockCommand: ParsableCommand {
         for spec in authKeys {
             let (keyID, path) = try Self.parseAuthKey(spec)
             c.authKeys[keyID] = path
+        }
+        for spec in keyTeams {
+            guard let eq = spec.firstIndex(of: "="), eq != spec.startIndex, eq != spec.index(before: spec.endIndex) else {
+                throw ValidationError("--key-team wants KEYID=TEAMID, got \(spec)")
+            }
+            c.keyTeams[String(spec[..<eq])] = String(spec[spec.index(after: eq)...])
         }
         c.maxStreams = maxStreams
         c.initialStreams = initialStreams

@@ -49,7 +49,8 @@
  *
  * Provider tokens (authorization: bearer <JWT>): ES256 verified against the
  * configured key named by "kid" (unknown kid, bad signature, alg other than
- * ES256, unknown "iss" or malformed -> 403 InvalidProviderToken); "iat" older
+ * ES256, unknown "iss", an "iss" other than the key's own team, or malformed
+ * -> 403 InvalidProviderToken); "iat" older
  * than one hour -> 403 ExpiredProviderToken, more than 60 s in the future ->
  * 403 InvalidProviderToken. A connection belongs to the team of its first
  * accepted token (another team -> 403 InvalidProviderToken). Presenting a
@@ -113,6 +114,9 @@ extern "C" {
 typedef struct {
     const char *key_id;         /* the JWT "kid" */
     const char *path;           /* .p8 (PKCS#8 EC P-256 private key) or a public key PEM */
+    const char *team_id;        /* the team (one of cfg.teams) this key signs for, as an APNs
+                                   key belongs to one team; NULL: the only team configured
+                                   (refused when there are several) */
 } capns_mock_auth_key;
 
 typedef struct {
