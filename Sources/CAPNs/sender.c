@@ -180,6 +180,45 @@ size_t capns__take(capns_sender *s, capns_queued *out, size_t max)
     return n;
 }
 
+void capns__expire_queued(capns_sender *s, int64_t cutoff_ns)
+{
+    size_t cap = (size_t)s->cfg.max_outstanding;
+    capns_queued expired[64];
+    size_t n;
+    do {
+        /* Completed outside the lock: a callback that submits must not deadlock. */
+        n = 0;
+        pthread_mutex_lock(&s->lock);
+        size_t kept = 0;
+        for (size_t i = 0; i < s->qlen; i++) {
+            capns_queued *q = &s->queue[(s->qhead + i) % cap];
+            if (q->submitted_ns <= cutoff_ns && n < sizeof expired / sizeof *expired)
+                expired[n++] = *q;
+            else
+                s->queue[(s->qhead + kept++) % cap] = *q;   /* kept <= i: in place, in order */
+        }
+        s->qlen = kept;
+        pthread_mutex_unlock(&s->lock);
+        for (size_t i = 0; i < n; i++)
+            capns__fail(s, &expired[i], CAPNS_TIMED_OUT, "no answer within %d ms (still queued: no room to send)",
+                        s->cfg.request_timeout_ms);
+    } while (n == sizeof expired / sizeof *expired);
+}
+
+int64_t capns__oldest_queued_ns(capns_sender *s)
+{
+    size_t cap = (size_t)s->cfg.max_outstanding;
+    int64_t oldest = INT64_MAX;
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < s->qlen; i++) {
+        int64_t t = s->queue[(s->qhead + i) % cap].submitted_ns;
+        if (t < oldest)
+            oldest = t;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return oldest;
+}
+
 /* -------------------------------------------------------- authorization */
 
 int capns_sender_set_authorization(capns_sender *s, const char *jwt)
@@ -369,6 +408,7 @@ void capns_sender_get_stats(capns_sender *s, capns_sender_stats *out)
     __atomic_load(&s->stats.bytes_received, &out->bytes_received, __ATOMIC_RELAXED);
     __atomic_load(&s->stats.server_max_streams, &out->server_max_streams, __ATOMIC_RELAXED);
     __atomic_load(&s->stats.peak_streams, &out->peak_streams, __ATOMIC_RELAXED);
+    __atomic_load(&s->stats.lost_in_flight, &out->lost_in_flight, __ATOMIC_RELAXED);
 }
 
 void capns_sender_destroy(capns_sender *s)

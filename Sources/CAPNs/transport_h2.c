@@ -106,6 +106,17 @@ static void abandon(h2_transport *t, h2_stream *st, capns_outcome outcome, const
     st->req.message = m;
 }
 
+/* The age list stays in submit order whatever the take order: a resend taken ahead
+ * of older requests (capns_sender_resubmit) goes behind them here, or its later
+ * deadline would hide theirs from expire_requests, which reads only the head. */
+static void age_insert(h2_transport *t, h2_stream *st)
+{
+    h2_link *at = t->age.prev;
+    while (at != &t->age && H2_CONTAINER(at, h2_stream, age)->req.submitted_ns > st->req.submitted_ns)
+        at = at->prev;
+    h2_link_push(at->next, &st->age);     /* right after at */
+}
+
 /* Only as many as there are free slots: the slots bound what we hold. Resends
  * go ahead of the pending requests not sent yet, in their order. */
 static void take_requests(h2_transport *t)
@@ -126,7 +137,7 @@ static void take_requests(h2_transport *t)
             } else {
                 h2_link_push(&t->pending, &st->link);
             }
-            h2_link_push(&t->age, &st->age);
+            age_insert(t, st);
         }
         if (n < want)
             break;
@@ -221,8 +232,11 @@ static void conn_close(h2_transport *t, h2_conn *c, capns_outcome outcome)
     nghttp2_session_del(c->session);    /* calls no callbacks: the slots are ours to end */
     while (!h2_link_empty(&c->streams)) {
         h2_stream *st = H2_CONTAINER(c->streams.next, h2_stream, link);
-        if (!st->done)
+        if (!st->done) {
             h2_stream_fail(t, st, outcome, "connection lost: %s", c->error);
+            if (outcome == CAPNS_NOT_PROCESSED)     /* sent; the server may have acted */
+                CAPNS_STAT_ADD(t->s, lost_in_flight, 1);
+        }
         h2_stream_free(t, st);
     }
     SSL_free(c->ssl);
@@ -413,6 +427,15 @@ static void expire_requests(h2_transport *t)
     }
 }
 
+/* With every slot held, requests wait in the sender's queue, where no slot's
+ * deadline watches them. */
+static void expire_queued(h2_transport *t)
+{
+    int ms = t->s->cfg.request_timeout_ms;
+    if (ms > 0 && t->nfree == 0)
+        capns__expire_queued(t->s, t->now_ns - ms * MS);
+}
+
 static void expire_connections(h2_transport *t)
 {
     const capns_sender_config *cfg = &t->s->cfg;
@@ -459,6 +482,11 @@ static int next_timeout_ms(h2_transport *t)
     int64_t next = INT64_MAX;
     if (cfg->request_timeout_ms > 0 && !h2_link_empty(&t->age))
         next = H2_CONTAINER(t->age.next, h2_stream, age)->req.submitted_ns + cfg->request_timeout_ms * MS;
+    if (cfg->request_timeout_ms > 0 && t->nfree == 0) {
+        int64_t oldest = capns__oldest_queued_ns(t->s);
+        if (oldest != INT64_MAX)
+            next = earliest(next, oldest + cfg->request_timeout_ms * MS);
+    }
     FOR_EACH_CONN(t, c) {
         if (c->state < H2_READY)
             next = earliest(earliest(next, c->connect_deadline_ns),
@@ -529,6 +557,7 @@ static void h2_run(void *impl)
             break;
         take_requests(t);
         expire_requests(t);
+        expire_queued(t);
         expire_connections(t);
         pump(t);
         reap(t);

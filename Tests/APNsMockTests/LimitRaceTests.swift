@@ -100,7 +100,8 @@ final class ResettingProxy: @unchecked Sendable {
                 if n <= 0 { break loop }
                 var off = 0
                 while off < n {
-                    let w = buf[off..<n].withUnsafeBytes { write(to, $0.baseAddress, $0.count) }
+                    // MSG_NOSIGNAL: a peer gone must not raise SIGPIPE in the test process.
+                    let w = buf[off..<n].withUnsafeBytes { send(to, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                     if w <= 0 { break loop }
                     off += w
                 }

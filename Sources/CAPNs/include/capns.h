@@ -12,6 +12,8 @@
  *
  * Every submitted request completes exactly once (ANSWERED, NOT_PROCESSED,
  * CONNECT_FAILED, TIMED_OUT or CANCELLED), also when the sender is destroyed.
+ * Its deadline (request_timeout_ms) runs from its own submit, also while it waits
+ * in the queue.
  */
 #ifndef CAPNS_H
 #define CAPNS_H
@@ -91,8 +93,11 @@ typedef struct {
 
 typedef enum {
     CAPNS_ANSWERED = 0,         /* the server answered: status, apns_id, reason, timestamp */
-    CAPNS_NOT_PROCESSED = 1,    /* refused by GOAWAY or REFUSED_STREAM, or lost with its
-                                   connection: the server did not act on it, send again */
+    CAPNS_NOT_PROCESSED = 1,    /* no answer; send again (with the same apns-id). Refused by
+                                   GOAWAY (above its last-stream-id) or REFUSED_STREAM: the
+                                   server did not act on it. Reset without a status, or lost
+                                   with its connection: it MAY have been acted on, so a resend
+                                   can deliver twice (counted in lost_in_flight) */
     CAPNS_CONNECT_FAILED = 2,   /* no usable connection (DNS, refused, TLS, no h2): see error */
     CAPNS_TIMED_OUT = 3,        /* the request deadline passed without an answer */
     CAPNS_CANCELLED = 4,        /* the sender was destroyed before an answer came */
@@ -152,6 +157,10 @@ typedef struct {
     uint64_t bytes_received;
     uint32_t server_max_streams;    /* latest SETTINGS_MAX_CONCURRENT_STREAMS seen, 0 = none yet */
     uint32_t peak_streams;          /* most streams in flight at once on one connection */
+    uint64_t lost_in_flight;        /* NOT_PROCESSED without the server saying so: reset without
+                                       a status (not REFUSED_STREAM, not above a GOAWAY's
+                                       last-stream-id) or lost with the connection; the server
+                                       may have processed these (a subset of not_processed) */
 } capns_sender_stats;
 
 /* Starts the sender thread; connects lazily on the first request. */
