@@ -53,6 +53,43 @@ capns_mock *fixture_mock(void)
     return m;
 }
 
+capns_mock *fixture_mock_with(void (*tweak)(capns_mock_config *cfg, void *arg), void *arg)
+{
+    char err[CAPNS_MOCK_ERR_MAX] = "";
+    capns_mock_auth_key keys[] = {
+        {FIXTURE_KEY_ID, pki_path("AuthKey_" FIXTURE_KEY_ID ".p8"), FIXTURE_TEAM_ID},
+        {FIXTURE_KEY2_ID, pki_path("AuthKey_" FIXTURE_KEY2_ID ".p8"), FIXTURE_TEAM2_ID},
+    };
+    const char *teams[] = {FIXTURE_TEAM_ID, FIXTURE_TEAM2_ID};
+    const char *topics[] = {FIXTURE_TOPIC};
+    capns_mock_config cfg = {
+        .cert_file = pki_path("server.crt"),
+        .key_file = pki_path("server.key"),
+        .auth_keys = keys, .n_auth_keys = 2,
+        .teams = teams, .n_teams = 2,
+        .topics = topics, .n_topics = 1,
+        .record_cap = 16,
+        .max_streams = 8,
+        .seed = 1,
+    };
+    tweak(&cfg, arg);
+    capns_mock *m = capns_mock_create(&cfg, err, sizeof err);
+    need(m != NULL, "capns_mock_create", err);
+    return m;
+}
+
+void fixture_jwt_for(const char *key_id, const char *team_id, int64_t age_s, char *out)
+{
+    char err[CAPNS_ERR_MAX] = "", name[64];
+    snprintf(name, sizeof name, "AuthKey_%s.p8", key_id);
+    capns_key *key = capns_key_load_file(pki_path(name), err, sizeof err);
+    need(key != NULL, "provider key", err);
+    int n = capns_jwt_sign(key, key_id, team_id, (int64_t)time(NULL) - age_s, out, CAPNS_JWT_MAX, err,
+                           sizeof err);
+    capns_key_free(key);
+    need(n > 0, "signing", err);
+}
+
 const char *fixture_jwt(void)
 {
     static char jwt[CAPNS_JWT_MAX];

@@ -21,4 +21,15 @@ capns_mock *fixture_mock(void);
 /* A JWT the mock accepts (signed now with the fixture's provider key). */
 const char *fixture_jwt(void);
 
+/* A second team, with the second provider key (gen-pki.sh's OTHER_KEY_ID) bound to it. */
+#define FIXTURE_TEAM2_ID "DEMOTEAM02"
+#define FIXTURE_KEY2_ID "OTHERKEY02"
+
+/* A new mock with both teams and keys, changed by tweak (faults); never started. */
+capns_mock *fixture_mock_with(void (*tweak)(capns_mock_config *cfg, void *arg), void *arg);
+
+/* A token signed with key key_id for team team_id, iat now - age_s; written into out
+ * (CAPNS_JWT_MAX). */
+void fixture_jwt_for(const char *key_id, const char *team_id, int64_t age_s, char *out);
+
 #endif

@@ -3,6 +3,10 @@
 #   mock_json    the mock's JSON syntax check and flat-object readers (json.c)
 #   mock_jwt     the mock's provider token check and cache (provider_token.c)
 #   mock_judge   the mock's request handling behind an nghttp2 server session (judge.c)
+#   mock_conn    the mock's connection layer (conn.c: TLS, reads, batched writes, close)
+#                over real loopback TCP, with every fault option and two provider tokens
+#   h2_client    the sender's nghttp2 client session (h2_session.c) fed a hostile
+#                server's bytes; every request must complete exactly once
 #   error_body   the sender's APNs error-body reader (sender.c)
 #   key_pem      the sender's .p8 loader (jwt.c)
 #   swift_payload  JSONCompactor and DeviceToken (Sources/APNs), built with swiftc
@@ -19,7 +23,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${FUZZ_SECONDS:-60}
 if [ "${1:-}" = --short ]; then seconds=${FUZZ_SECONDS:-5}; shift; fi
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(mock_json mock_jwt mock_judge error_body key_pem swift_payload swift_tokens)
+[ ${#names[@]} -gt 0 ] || names=(mock_json mock_jwt mock_judge mock_conn h2_client error_body key_pem swift_payload swift_tokens)
 
 toolchain=$(dirname "$(readlink -f "$(command -v swift)")")
 CC=${CC:-$toolchain/clang}
@@ -44,6 +48,9 @@ build() {
                   Sources/CAPNs/jwt.c -o "$out/$name" "${libs[@]}" ;;
     mock_judge) "$CC" "${cflags[@]}" fuzz/fuzz_mock_judge.c fuzz/mock_fixture.c "${mock_all[@]}" \
                   Sources/CAPNs/jwt.c -o "$out/$name" "${libs[@]}" ;;
+    mock_conn)  "$CC" "${cflags[@]}" fuzz/fuzz_mock_conn.c fuzz/mock_fixture.c "${mock_all[@]}" \
+                  Sources/CAPNs/jwt.c -o "$out/$name" "${libs[@]}" ;;
+    h2_client)  "$CC" "${cflags[@]}" fuzz/fuzz_h2_client.c "${shim_all[@]}" -o "$out/$name" -lcurl "${libs[@]}" ;;
     error_body) "$CC" "${cflags[@]}" fuzz/fuzz_error_body.c "${shim_all[@]}" -o "$out/$name" -lcurl "${libs[@]}" ;;
     key_pem)    "$CC" "${cflags[@]}" fuzz/fuzz_key_pem.c Sources/CAPNs/jwt.c -o "$out/$name" "${libs[@]}" ;;
     swift_payload)

@@ -14,6 +14,10 @@ public struct MockConfiguration: Sendable {
     public var authKeys: [String: String]
     /// Accepted JWT "iss" values.
     public var teamIDs: [String]
+    /// The team each provider key signs for (key id to team id), as an APNs key belongs
+    /// to one team: a token whose "iss" is another team is 403 InvalidProviderToken. A key
+    /// not listed here belongs to the only team in `teamIDs` (with several, start fails).
+    public var keyTeams: [String: String] = [:]
     /// Bundle ids; push-type suffixes (".voip", ...) are added by the mock.
     public var topics: [String]
     /// SETTINGS_MAX_CONCURRENT_STREAMS after a connection's first success.
@@ -45,6 +49,8 @@ public struct MockConfiguration: Sendable {
     public var tokenUpdateInterval: Duration = .seconds(20 * 60)
     /// Accept, handshake, read requests, never answer.
     public var stall = false
+    /// Never acknowledge a client's PING, while answering requests as usual.
+    public var noPingAck = false
     /// The first valid provider token the mock sees runs out after this many requests
     /// used it (0: it is expired from the start): every later use is answered 403
     /// ExpiredProviderToken, as when a token's hour ends mid-batch. Nil: off.

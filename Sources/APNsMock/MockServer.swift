@@ -121,7 +121,8 @@ public final class MockServer: Sendable {
             return p
         }
         let keys = c.authKeys.sorted { $0.key < $1.key }.map {
-            capns_mock_auth_key(key_id: cString($0.key), path: cString($0.value))
+            capns_mock_auth_key(key_id: cString($0.key), path: cString($0.value),
+                                team_id: c.keyTeams[$0.key].map { UnsafePointer(cString($0)) })
         }
         let teams: [UnsafePointer<CChar>?] = c.teamIDs.map { UnsafePointer(cString($0)) }
         let topics: [UnsafePointer<CChar>?] = c.topics.map { UnsafePointer(cString($0)) }
@@ -152,6 +153,7 @@ public final class MockServer: Sendable {
         cfg.token_update_interval_s = c.tokenUpdateInterval <= .zero
             ? -1 : max(1, microseconds(c.tokenUpdateInterval) / 1_000_000)
         cfg.stall = c.stall ? 1 : 0
+        cfg.no_ping_ack = c.noPingAck ? 1 : 0
         cfg.expire_first_token = c.expireFirstProviderTokenAfter == nil ? 0 : 1
         cfg.expire_first_token_after = UInt64(clamping: c.expireFirstProviderTokenAfter ?? 0)
         cfg.record_cap = c.recordRequests ? max(0, c.recordCap) : 0

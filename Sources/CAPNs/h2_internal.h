@@ -20,6 +20,7 @@
 #include <nghttp2/nghttp2.h>
 #include <openssl/ssl.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 #define H2_WBUF_SIZE (64 * 1024)    /* one SSL_write per fill: many requests per record */
 #define H2_RBUF_SIZE (64 * 1024)
@@ -96,6 +97,7 @@ typedef struct h2_conn {
     bool lost;                  /* died by an error or the peer, not by our choice */
     bool answered;              /* at least one response came back */
     int64_t connect_deadline_ns;
+    int64_t addr_deadline_ns;   /* this address's share of the connect timeout; 0 = none */
     int64_t last_read_ns;
     int64_t ping_sent_ns;       /* 0 = no PING outstanding */
     int32_t goaway_last_id;     /* -1 until a GOAWAY arrives */
@@ -116,6 +118,8 @@ struct h2_transport {
     h2_stream *slots;
     size_t nslots, nfree, fresh;     /* slots[fresh..] never used yet: pages untouched */
     int64_t next_open_ns;       /* no new connection before this while another is usable */
+    struct sockaddr_storage good_addr;  /* the address the last connection reached */
+    socklen_t good_addrlen;             /* 0 = none yet */
     h2_link free, pending, age, conns;
     int64_t now_ns;             /* taken once per loop iteration */
     char authority[320];
@@ -129,10 +133,17 @@ struct h2_transport {
 /* ---------------------------------------------------------------- h2_tls.c */
 
 SSL_CTX *h2_tls_ctx_new(const char *ca_file, char *err, size_t errlen);
-/* Resolves and starts a non-blocking connect; -1 with c->error on failure. */
+/* Resolves and starts a non-blocking connect, from the address that last served (if
+ * resolved again) then in getaddrinfo's order; -1 with c->error on failure. */
 int h2_tcp_start(h2_conn *c, const char *host, uint16_t port);
-/* After the socket turned writable: 1 connected, 0 still trying (next address), -1 failed. */
+/* After the socket turned writable: 1 connected, 0 still connecting, 2 that address
+ * failed and a new socket is connecting to a later one, -1 every address failed.
+ * Whenever a new socket is made (h2_tcp_start, 2 here, h2_tcp_next) it must be
+ * added to epoll: it may carry the closed one's number, but not its registration. */
 int h2_tcp_finish(h2_conn *c);
+/* Gives up on the address being tried (its share of the connect timeout ran out)
+ * for the next one: 0 a new socket is connecting, -1 no address left. */
+int h2_tcp_next(h2_conn *c);
 int h2_tls_start(h2_conn *c, const char *host);
 /* 1 handshake done and h2 negotiated, 0 in progress, -1 failed with c->error. */
 int h2_tls_handshake(h2_conn *c);

@@ -224,11 +224,12 @@ static void answer(h2_conn *c, h2_stream *st)
     c->answered = true;
 }
 
-/* Without a complete answer the server did not act on the request as far as we can
- * know. REFUSED_STREAM (also how nghttp2 closes streams above a GOAWAY's
- * last-stream-id) says so outright; any other reset carries no status either, and
- * APNs answers every request it processed with one, so these are NOT_PROCESSED too:
- * a resend carries the same apns-id, which keeps a rare duplicate traceable. */
+/* No complete answer. REFUSED_STREAM (also how nghttp2 closes streams above a
+ * GOAWAY's last-stream-id) says the server did not act on the request. Any other
+ * reset says nothing of the kind: the server may have acted and lost its answer.
+ * Both end NOT_PROCESSED, for the Swift layer to send again; the second kind is
+ * counted (lost_in_flight), as its resend may deliver twice. The resend carries the
+ * same apns-id, which keeps such a duplicate traceable. */
 static void not_answered(h2_conn *c, h2_stream *st, uint32_t error_code)
 {
     h2_transport *t = c->t;
@@ -237,9 +238,11 @@ static void not_answered(h2_conn *c, h2_stream *st, uint32_t error_code)
                        c->goaway_last_id, c->goaway_reason[0] ? ", " : "", c->goaway_reason);
     else if (error_code == NGHTTP2_REFUSED_STREAM)
         h2_stream_fail(t, st, CAPNS_NOT_PROCESSED, "not processed: stream refused (REFUSED_STREAM)");
-    else
-        h2_stream_fail(t, st, CAPNS_NOT_PROCESSED, "stream reset without an answer (%s)",
+    else {
+        h2_stream_fail(t, st, CAPNS_NOT_PROCESSED, "stream reset without an answer (%s); it may have been processed",
                        nghttp2_http2_strerror(error_code));
+        CAPNS_STAT_ADD(t->s, lost_in_flight, 1);
+    }
 }
 
 static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code,

@@ -52,7 +52,9 @@ SSL_CTX *h2_tls_ctx_new(const char *ca_file, char *err, size_t errlen)
 
 /* ------------------------------------------------------------------- TCP */
 
-/* Starts connecting to c->addr and the ones after it until one is under way. */
+/* Starts connecting to c->addr and the ones after it until one is under way.
+ * Every socket made here is new to epoll, even when it reuses the number of the
+ * one just closed (close dropped that from the epoll set): callers watch it. */
 static int connect_next(h2_conn *c)
 {
     for (; c->addr; c->addr = c->addr->ai_next) {
@@ -74,6 +76,23 @@ static int connect_next(h2_conn *c)
     return -1;
 }
 
+/* The address that served last goes first: a reconnect does not pay again for
+ * the ones before it that refused (or time out) every time. */
+static void prefer(h2_conn *c, const h2_transport *t)
+{
+    if (!t->good_addrlen)
+        return;
+    for (struct addrinfo **p = &c->addrs; *p; p = &(*p)->ai_next) {
+        struct addrinfo *a = *p;
+        if (a->ai_addrlen == t->good_addrlen && memcmp(a->ai_addr, &t->good_addr, a->ai_addrlen) == 0) {
+            *p = a->ai_next;
+            a->ai_next = c->addrs;
+            c->addrs = a;
+            return;
+        }
+    }
+}
+
 int h2_tcp_start(h2_conn *c, const char *host, uint16_t port)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
@@ -87,7 +106,16 @@ int h2_tcp_start(h2_conn *c, const char *host, uint16_t port)
         snprintf(c->error, sizeof c->error, "resolve: %s", gai_strerror(rv));
         return -1;
     }
+    prefer(c, c->t);
     c->addr = c->addrs;
+    return connect_next(c);
+}
+
+int h2_tcp_next(h2_conn *c)
+{
+    close(c->fd);
+    c->fd = -1;
+    c->addr = c->addr->ai_next;
     return connect_next(c);
 }
 
@@ -97,15 +125,18 @@ int h2_tcp_finish(h2_conn *c)
     socklen_t len = sizeof soerr;
     if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0)
         soerr = errno;
-    if (soerr == 0)
+    if (soerr == 0) {
+        h2_transport *t = c->t;
+        if (c->addr->ai_addrlen <= sizeof t->good_addr) {
+            memcpy(&t->good_addr, c->addr->ai_addr, c->addr->ai_addrlen);
+            t->good_addrlen = c->addr->ai_addrlen;
+        }
         return 1;
+    }
     if (soerr == EINPROGRESS)
         return 0;
     snprintf(c->error, sizeof c->error, "connect: %s", strerror(soerr));
-    close(c->fd);
-    c->fd = -1;
-    c->addr = c->addr->ai_next;
-    return connect_next(c) == 0 ? 0 : -1;
+    return h2_tcp_next(c) == 0 ? 2 : -1;
 }
 
 /* ------------------------------------------------------------------- TLS */

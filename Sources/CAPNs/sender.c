@@ -5,6 +5,7 @@
 #include "sender_internal.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,11 +34,32 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
+int capns_header_value_ok(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return 0;
+    return 1;
+}
+
+static bool value_ok_or_null(const char *s)
+{
+    return !s || capns_header_value_ok(s);
+}
+
 capns_message *capns_message_create(const capns_message_spec *spec)
 {
-    capns_message *m = calloc(1, sizeof *m);
-    if (!m)
+    /* The transports write these strings into headers as they are. */
+    if (!value_ok_or_null(spec->topic) || !value_ok_or_null(spec->push_type) ||
+        !value_ok_or_null(spec->collapse_id)) {
+        errno = EINVAL;
         return NULL;
+    }
+    capns_message *m = calloc(1, sizeof *m);
+    if (!m) {
+        errno = ENOMEM;
+        return NULL;
+    }
     atomic_init(&m->refs, 1);
     m->topic = strdup(spec->topic ? spec->topic : "");
     m->push_type = dup_or_null(spec->push_type);
@@ -54,6 +76,7 @@ capns_message *capns_message_create(const capns_message_spec *spec)
     if (!m->topic || !m->payload || (spec->push_type && !m->push_type) ||
         (spec->collapse_id && !m->collapse_id)) {
         capns_message_release(m);
+        errno = ENOMEM;
         return NULL;
     }
     return m;
@@ -88,11 +111,28 @@ static void enqueue(capns_queued *q, const capns_request *r, int64_t now, bool r
     q->resend = resend;
 }
 
+/* The token goes into :path and apns_id into a header, as they are: no control
+ * character, and no silent truncation by enqueue. */
+static bool request_ok(const capns_request *r)
+{
+    return r->token && r->apns_id && strlen(r->token) <= CAPNS_TOKEN_MAX &&
+           strlen(r->apns_id) <= CAPNS_UUID_LEN && capns_header_value_ok(r->token) &&
+           capns_header_value_ok(r->apns_id);
+}
+
 /* Resends go in at the head, the last first, so that they leave in their order. */
 static size_t submit(capns_sender *s, const capns_request *reqs, size_t n, bool resend)
 {
     size_t cap = (size_t)s->cfg.max_outstanding;
     int64_t now = capns__now_ns();
+    errno = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!request_ok(&reqs[i])) {
+            n = i;
+            errno = EINVAL;
+            break;
+        }
+    }
 
     pthread_mutex_lock(&s->lock);
     size_t room = capns__stopping(s) ? 0 : cap - atomic_load(&s->outstanding);
@@ -109,8 +149,11 @@ static size_t submit(capns_sender *s, const capns_request *reqs, size_t n, bool 
     atomic_fetch_add(&s->outstanding, taken);
     pthread_mutex_unlock(&s->lock);
 
-    if (taken)
+    if (taken) {
+        int saved = errno;      /* the wake's write must not clobber EINVAL */
         s->ops->wake(s->impl);
+        errno = saved;
+    }
     return taken;
 }
 
@@ -137,15 +180,59 @@ size_t capns__take(capns_sender *s, capns_queued *out, size_t max)
     return n;
 }
 
+void capns__expire_queued(capns_sender *s, int64_t cutoff_ns)
+{
+    size_t cap = (size_t)s->cfg.max_outstanding;
+    capns_queued expired[64];
+    size_t n;
+    do {
+        /* Completed outside the lock: a callback that submits must not deadlock. */
+        n = 0;
+        pthread_mutex_lock(&s->lock);
+        size_t kept = 0;
+        for (size_t i = 0; i < s->qlen; i++) {
+            capns_queued *q = &s->queue[(s->qhead + i) % cap];
+            if (q->submitted_ns <= cutoff_ns && n < sizeof expired / sizeof *expired)
+                expired[n++] = *q;
+            else
+                s->queue[(s->qhead + kept++) % cap] = *q;   /* kept <= i: in place, in order */
+        }
+        s->qlen = kept;
+        pthread_mutex_unlock(&s->lock);
+        for (size_t i = 0; i < n; i++)
+            capns__fail(s, &expired[i], CAPNS_TIMED_OUT, "no answer within %d ms (still queued: no room to send)",
+                        s->cfg.request_timeout_ms);
+    } while (n == sizeof expired / sizeof *expired);
+}
+
+int64_t capns__oldest_queued_ns(capns_sender *s)
+{
+    size_t cap = (size_t)s->cfg.max_outstanding;
+    int64_t oldest = INT64_MAX;
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < s->qlen; i++) {
+        int64_t t = s->queue[(s->qhead + i) % cap].submitted_ns;
+        if (t < oldest)
+            oldest = t;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return oldest;
+}
+
 /* -------------------------------------------------------- authorization */
 
-void capns_sender_set_authorization(capns_sender *s, const char *jwt)
+int capns_sender_set_authorization(capns_sender *s, const char *jwt)
 {
+    if (!capns_header_value_ok(jwt) || strlen(jwt) >= CAPNS_JWT_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
     pthread_mutex_lock(&s->lock);
     snprintf(s->authorization, sizeof s->authorization, "bearer %s", jwt);
     atomic_fetch_add(&s->auth_generation, 1);
     pthread_mutex_unlock(&s->lock);
     s->ops->wake(s->impl);
+    return 0;
 }
 
 uint64_t capns__authorization(capns_sender *s, char *buf, size_t len)
@@ -321,6 +408,7 @@ void capns_sender_get_stats(capns_sender *s, capns_sender_stats *out)
     __atomic_load(&s->stats.bytes_received, &out->bytes_received, __ATOMIC_RELAXED);
     __atomic_load(&s->stats.server_max_streams, &out->server_max_streams, __ATOMIC_RELAXED);
     __atomic_load(&s->stats.peak_streams, &out->peak_streams, __ATOMIC_RELAXED);
+    __atomic_load(&s->stats.lost_in_flight, &out->lost_in_flight, __ATOMIC_RELAXED);
 }
 
 void capns_sender_destroy(capns_sender *s)

@@ -90,6 +90,14 @@ bool capns__stopping(const capns_sender *s);
 /* Moves up to max queued requests into out; the transport now owns them. */
 size_t capns__take(capns_sender *s, capns_queued *out, size_t max);
 
+/* A request waits in the queue while the transport has no room to take it (every
+ * slot held, e.g. by streams abandoned at their deadline that nghttp2 has not let
+ * go). Its deadline runs there too: this ends TIMED_OUT every queued request
+ * submitted at or before cutoff_ns, keeping the others in order. */
+void capns__expire_queued(capns_sender *s, int64_t cutoff_ns);
+/* submitted_ns of the oldest queued request, or INT64_MAX when none waits. */
+int64_t capns__oldest_queued_ns(capns_sender *s);
+
 /* Copies "bearer <jwt>" into buf (>= CAPNS_JWT_MAX + 8) and returns its generation. */
 uint64_t capns__authorization(capns_sender *s, char *buf, size_t len);
 uint64_t capns__authorization_generation(const capns_sender *s);

@@ -35,6 +35,7 @@
 
 #include <curl/curl.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,11 @@ struct curl_transport {
      * comes after the server's SETTINGS, and again after any transport error)
      * only one request is in flight; from then on curl follows SETTINGS. */
     bool warm;
+    /* cfg.ca_file on top of the system's bundle, as one PEM blob every easy handle
+     * points at (CURLOPT_CAINFO_BLOB, not copied): CURLOPT_CAINFO alone would
+     * replace the system's bundle instead of adding to it. */
+    char *ca_blob;
+    size_t ca_blob_len;
 };
 
 /* ---------------------------------------------------------- header sets */
@@ -297,6 +303,54 @@ static int on_close_socket(void *clientp, curl_socket_t fd)
 
 /* ------------------------------------------------------------ transfers */
 
+/* Appends the whole file at path to *buf; false when it cannot be read. */
+static bool append_file(char **buf, size_t *len, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    bool ok = true;
+    char chunk[16384];
+    size_t n;
+    while (ok && (n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        char *p = realloc(*buf, *len + n + 2);
+        if (!p) {
+            ok = false;
+            break;
+        }
+        memcpy(p + *len, chunk, n);
+        *buf = p;
+        *len += n;
+    }
+    ok = ok && !ferror(f);
+    fclose(f);
+    if (ok && *len) {
+        (*buf)[(*len)++] = '\n';   /* a bundle whose last line lacks one must not glue PEMs */
+        (*buf)[*len] = '\0';
+    }
+    return ok;
+}
+
+/* The system's bundle as OpenSSL names it (SSL_CERT_FILE, else its built-in path),
+ * the file the nghttp2 transport's SSL_CTX_set_default_verify_paths reads, so both
+ * transports trust the same roots; then cfg.ca_file. The default CA directory stays
+ * curl's own (CURLOPT_CAPATH untouched). */
+static bool build_ca_blob(curl_transport *t, char *err, size_t errlen)
+{
+    const char *ca_file = t->s->cfg.ca_file;
+    if (!ca_file)
+        return true;
+    const char *system = getenv(X509_get_default_cert_file_env());
+    if (!system || !*system)
+        system = X509_get_default_cert_file();
+    append_file(&t->ca_blob, &t->ca_blob_len, system);     /* none on this machine: fine */
+    if (!append_file(&t->ca_blob, &t->ca_blob_len, ca_file)) {
+        snprintf(err, errlen, "TLS: cannot load CA file %s", ca_file);
+        return false;
+    }
+    return true;
+}
+
 /* Options every request of this sender shares, set once per easy handle. */
 static xfer *xfer_new(curl_transport *t)
 {
@@ -314,8 +368,10 @@ static xfer *xfer_new(curl_transport *t)
     curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
     curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    if (cfg->ca_file)
-        curl_easy_setopt(e, CURLOPT_CAINFO, cfg->ca_file);
+    if (t->ca_blob) {
+        struct curl_blob blob = {t->ca_blob, t->ca_blob_len, CURL_BLOB_NOCOPY};
+        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
+    }
     if (cfg->connect_timeout_ms > 0)
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)cfg->connect_timeout_ms);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -421,6 +477,13 @@ static void start_queued(curl_transport *t)
     }
     capns_queued batch[TAKE_BATCH];
     size_t n;
+    /* Requests left in the queue (no room on the wire, or one at a time until warm)
+     * keep their deadline there; curl_run wakes for the oldest one's. */
+    if (s->cfg.request_timeout_ms > 0) {
+        int64_t cutoff = capns__now_ns() - (int64_t)s->cfg.request_timeout_ms * 1000000;
+        if (capns__oldest_queued_ns(s) <= cutoff)
+            capns__expire_queued(s, cutoff);
+    }
     if (!t->warm) {
         if (t->busy == 0 && capns__take(s, batch, 1) == 1)
             start(t, &batch[0]);
@@ -528,8 +591,11 @@ static void finish(curl_transport *t, xfer *x, CURLcode rc)
         capns__fail(s, &q, CAPNS_TIMED_OUT, "no answer within %d ms (%s)", timeout, why);
     else if (rc == CURLE_OPERATION_TIMEDOUT || is_connect_error(rc))
         capns__fail(s, &q, CAPNS_CONNECT_FAILED, "cannot connect: %s", why);
-    else
+    else {
+        /* curl retries what a GOAWAY refused itself: what is left failed mid-flight. */
         capns__fail(s, &q, CAPNS_NOT_PROCESSED, "stream failed before an answer: %s", why);
+        CAPNS_STAT_ADD(s, lost_in_flight, 1);
+    }
     xfer_put(t, x);
 }
 
@@ -584,6 +650,12 @@ static void *curl_create(capns_sender *s, char *err, size_t errlen)
         return NULL;
     }
     t->s = s;
+    if (!build_ca_blob(t, err, errlen)) {
+        curl_multi_cleanup(t->multi);
+        free(t->ca_blob);
+        free(t);
+        return NULL;
+    }
     const capns_sender_config *cfg = &s->cfg;
     bool v6 = strchr(cfg->host, ':') != NULL;
     snprintf(t->url_prefix, sizeof t->url_prefix, "https://%s%s%s:%u/3/device/", v6 ? "[" : "",
@@ -597,6 +669,19 @@ static void *curl_create(capns_sender *s, char *err, size_t errlen)
     return t;
 }
 
+/* POLL_MS, or less when a queued request's deadline comes sooner. */
+static int poll_ms(curl_transport *t)
+{
+    int timeout = t->s->cfg.request_timeout_ms;
+    if (timeout <= 0)
+        return POLL_MS;
+    int64_t oldest = capns__oldest_queued_ns(t->s);
+    if (oldest == INT64_MAX)
+        return POLL_MS;
+    int64_t ms = (oldest + (int64_t)timeout * 1000000 - capns__now_ns() + 999999) / 1000000;
+    return ms < 0 ? 0 : ms < POLL_MS ? (int)ms : POLL_MS;
+}
+
 static void curl_run(void *impl)
 {
     curl_transport *t = impl;
@@ -607,7 +692,7 @@ static void curl_run(void *impl)
         curl_multi_perform(t->multi, &running);
         reap(t);
         capns__flush(s);
-        curl_multi_poll(t->multi, NULL, 0, POLL_MS, NULL);
+        curl_multi_poll(t->multi, NULL, 0, poll_ms(t), NULL);
     }
     cancel_all(t);
     capns__flush(s);
@@ -636,6 +721,7 @@ static void curl_destroy(void *impl)
         t->sets = h->next;
         hdrset_free(h);
     }
+    free(t->ca_blob);
     free(t);
 }
 

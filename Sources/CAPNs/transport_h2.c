@@ -106,6 +106,17 @@ static void abandon(h2_transport *t, h2_stream *st, capns_outcome outcome, const
     st->req.message = m;
 }
 
+/* The age list stays in submit order whatever the take order: a resend taken ahead
+ * of older requests (capns_sender_resubmit) goes behind them here, or its later
+ * deadline would hide theirs from expire_requests, which reads only the head. */
+static void age_insert(h2_transport *t, h2_stream *st)
+{
+    h2_link *at = t->age.prev;
+    while (at != &t->age && H2_CONTAINER(at, h2_stream, age)->req.submitted_ns > st->req.submitted_ns)
+        at = at->prev;
+    h2_link_push(at->next, &st->age);     /* right after at */
+}
+
 /* Only as many as there are free slots: the slots bound what we hold. Resends
  * go ahead of the pending requests not sent yet, in their order. */
 static void take_requests(h2_transport *t)
@@ -126,7 +137,7 @@ static void take_requests(h2_transport *t)
             } else {
                 h2_link_push(&t->pending, &st->link);
             }
-            h2_link_push(&t->age, &st->age);
+            age_insert(t, st);
         }
         if (n < want)
             break;
@@ -171,6 +182,22 @@ static void conn_watch(h2_conn *c)
     }
 }
 
+/* A new socket is connecting to c->addr: watch it, and give it an equal share of
+ * the connect time left, so that one address that never answers cannot spend it
+ * all before the others are tried (curl splits its timeout the same way). */
+static void conn_connecting(h2_conn *c)
+{
+    conn_watch(c);
+    c->addr_deadline_ns = 0;
+    if (!c->connect_deadline_ns)
+        return;
+    int64_t n = 0;
+    for (const struct addrinfo *a = c->addr; a; a = a->ai_next)
+        n++;
+    if (n > 1)
+        c->addr_deadline_ns = c->t->now_ns + (c->connect_deadline_ns - c->t->now_ns) / n;
+}
+
 static h2_conn *conn_open(h2_transport *t)
 {
     const capns_sender_config *cfg = &t->s->cfg;
@@ -192,7 +219,7 @@ static h2_conn *conn_open(h2_transport *t)
     } else if (h2_tcp_start(c, cfg->host, cfg->port) != 0) {
         conn_dead(c, false);
     } else {
-        conn_watch(c);
+        conn_connecting(c);
     }
     return c;
 }
@@ -205,8 +232,11 @@ static void conn_close(h2_transport *t, h2_conn *c, capns_outcome outcome)
     nghttp2_session_del(c->session);    /* calls no callbacks: the slots are ours to end */
     while (!h2_link_empty(&c->streams)) {
         h2_stream *st = H2_CONTAINER(c->streams.next, h2_stream, link);
-        if (!st->done)
+        if (!st->done) {
             h2_stream_fail(t, st, outcome, "connection lost: %s", c->error);
+            if (outcome == CAPNS_NOT_PROCESSED)     /* sent; the server may have acted */
+                CAPNS_STAT_ADD(t->s, lost_in_flight, 1);
+        }
         h2_stream_free(t, st);
     }
     SSL_free(c->ssl);
@@ -223,10 +253,10 @@ static void conn_close(h2_transport *t, h2_conn *c, capns_outcome outcome)
 static void conn_event(h2_transport *t, h2_conn *c)
 {
     if (c->state == H2_CONNECTING) {
-        int fd = c->fd, rv = h2_tcp_finish(c);
-        if (rv == 0 && c->fd != fd)
-            conn_watch(c);              /* moved on to the next address */
-        if (rv <= 0) {
+        int rv = h2_tcp_finish(c);
+        if (rv == 2)
+            conn_connecting(c);         /* refused: on to the next address */
+        if (rv != 1) {
             if (rv < 0)
                 conn_dead(c, false);
             return;
@@ -397,18 +427,38 @@ static void expire_requests(h2_transport *t)
     }
 }
 
+/* With every slot held, requests wait in the sender's queue, where no slot's
+ * deadline watches them. */
+static void expire_queued(h2_transport *t)
+{
+    int ms = t->s->cfg.request_timeout_ms;
+    if (ms > 0 && t->nfree == 0)
+        capns__expire_queued(t->s, t->now_ns - ms * MS);
+}
+
 static void expire_connections(h2_transport *t)
 {
     const capns_sender_config *cfg = &t->s->cfg;
     FOR_EACH_CONN(t, c) {
-        if (c->state < H2_READY && c->connect_deadline_ns && t->now_ns >= c->connect_deadline_ns) {
+        if (c->state == H2_CONNECTING && c->addr_deadline_ns && t->now_ns >= c->addr_deadline_ns &&
+            t->now_ns < c->connect_deadline_ns) {
+            snprintf(c->error, sizeof c->error, "connect: no answer from an address within its share of %d ms",
+                     cfg->connect_timeout_ms);
+            if (h2_tcp_next(c) == 0)
+                conn_connecting(c);
+            else
+                conn_dead(c, false);
+        } else if (c->state < H2_READY && c->connect_deadline_ns && t->now_ns >= c->connect_deadline_ns) {
             snprintf(c->error, sizeof c->error, "connect timed out after %d ms", cfg->connect_timeout_ms);
             conn_dead(c, false);
         } else if (c->state == H2_READY && cfg->ping_interval_ms > 0) {
-            /* Anything read since the PING shows the server alive: a busy one (answers
-             * queued before the ACK) is not a dead one. */
-            if (c->ping_sent_ns && t->now_ns >= c->ping_sent_ns + ping_ack_ns(t) &&
-                c->last_read_ns <= c->ping_sent_ns) {
+            /* The ACK comes back in order behind whatever the server sent before it,
+             * and a PING goes out only after a read-idle interval, so a server that
+             * still has not acknowledged by the deadline is not merely busy: it reads
+             * but does not answer (or the path lost it). Replace the connection. Other
+             * frames read meanwhile do not excuse it: they once kept ping_sent_ns set
+             * past its deadline, and next_timeout_ms() at 0, the loop spinning. */
+            if (c->ping_sent_ns && t->now_ns >= c->ping_sent_ns + ping_ack_ns(t)) {
                 snprintf(c->error, sizeof c->error, "PING not acknowledged within %lld ms",
                          (long long)(ping_ack_ns(t) / MS));
                 conn_dead(c, true);
@@ -432,9 +482,15 @@ static int next_timeout_ms(h2_transport *t)
     int64_t next = INT64_MAX;
     if (cfg->request_timeout_ms > 0 && !h2_link_empty(&t->age))
         next = H2_CONTAINER(t->age.next, h2_stream, age)->req.submitted_ns + cfg->request_timeout_ms * MS;
+    if (cfg->request_timeout_ms > 0 && t->nfree == 0) {
+        int64_t oldest = capns__oldest_queued_ns(t->s);
+        if (oldest != INT64_MAX)
+            next = earliest(next, oldest + cfg->request_timeout_ms * MS);
+    }
     FOR_EACH_CONN(t, c) {
         if (c->state < H2_READY)
-            next = earliest(next, c->connect_deadline_ns);
+            next = earliest(earliest(next, c->connect_deadline_ns),
+                            c->state == H2_CONNECTING ? c->addr_deadline_ns : 0);
         else if (c->state == H2_READY && cfg->ping_interval_ms > 0)
             next = earliest(next, c->ping_sent_ns ? c->ping_sent_ns + ping_ack_ns(t)
                                                   : c->last_read_ns + cfg->ping_interval_ms * MS);
@@ -501,6 +557,7 @@ static void h2_run(void *impl)
             break;
         take_requests(t);
         expire_requests(t);
+        expire_queued(t);
         expire_connections(t);
         pump(t);
         reap(t);

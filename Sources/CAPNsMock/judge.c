@@ -169,7 +169,8 @@ static mock_answer check_auth(mock_conn *c, mock_stream *s)
     int64_t now_s = mock__wall_s();
     if (!(s->seen & H_AUTH))
         return (mock_answer){403, R_MISSING_PROVIDER_TOKEN, -1};
-    if (s->auth.len > MOCK_AUTH_MAX || s->auth.len <= 7 || strncasecmp(s->auth.v, "bearer ", 7) != 0)
+    /* CAPTURE keeps MOCK_AUTH_MAX - 1 bytes: a value of MOCK_AUTH_MAX is cut already. */
+    if (s->auth.len >= MOCK_AUTH_MAX || s->auth.len <= 7 || strncasecmp(s->auth.v, "bearer ", 7) != 0)
         return (mock_answer){403, R_INVALID_PROVIDER_TOKEN, -1};
     const char *jwt = s->auth.v + 7;
     size_t len = s->auth.len - 7;
@@ -515,7 +516,9 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *f, const uint8_t 
 {
     mock_conn *c = ud;
     mock_stream *s = nghttp2_session_get_stream_user_data(h2, f->hd.stream_id);
-    if (!s || f->hd.type != NGHTTP2_HEADERS)
+    /* Only the request's own header block: a trailer (HEADERS after DATA, category
+     * NGHTTP2_HCAT_HEADERS) is not where APNs reads apns-topic or authorization. */
+    if (!s || f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
 #define NAME_IS(lit) (nlen == sizeof(lit) - 1 && memcmp(name, lit, sizeof(lit) - 1) == 0)
     unsigned bit = 0;

@@ -49,6 +49,7 @@ int mock__reason_index(const char *name);   /* R_NONE when unknown */
 typedef struct {
     char kid[64];
     EVP_PKEY *pub;
+    int team;                   /* index into teams: the one team this key signs for; -1 none */
 } mock_key;
 
 /* A verdict: what one stream is answered. */

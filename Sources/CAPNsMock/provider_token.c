@@ -1,7 +1,7 @@
 /*
  * provider_token.c - checks a provider JWT as APNs does, once per distinct
  * token text: ES256 over "header.claims" with the key named by "kid",
- * "iss" a configured team. The verdict is cached by the token's text, so a
+ * "iss" that key's own team (an APNs key belongs to one team). The verdict is cached by the token's text, so a
  * sender reusing one token for a million requests costs one verification.
  *
  * The "iat" age is not part of the cached verdict: a token valid now expires
@@ -115,17 +115,18 @@ static void verify(capns_mock *m, const char *jwt, size_t len, mock_jwt_result *
         !mock__json_get_int(claims, (size_t)cl, "iat", &out->iat))
         return;
 
-    EVP_PKEY *key = NULL;
+    const mock_key *key = NULL;
     for (size_t i = 0; i < m->n_keys && !key; i++)
         if (strcmp(m->keys[i].kid, kid) == 0)
-            key = m->keys[i].pub;
+            key = &m->keys[i];
     for (size_t i = 0; i < m->n_teams && out->team < 0; i++)
         if (strcmp(m->teams[i], iss) == 0)
             out->team = (int)i;
-    if (!key || out->team < 0)
+    /* A configured key signing for another configured team is as bad as an unknown one. */
+    if (!key || out->team < 0 || key->team != out->team)
         return;
     MOCK_ADD(m, jwt_verifications, 1);
-    if (es256_verify(key, jwt, (size_t)(dot2 - jwt), sig))
+    if (es256_verify(key->pub, jwt, (size_t)(dot2 - jwt), sig))
         out->reason = R_NONE;
 }
 

@@ -265,15 +265,22 @@ static void *loop_main(void *arg)
     while (!atomic_load(&m->stopping)) {
         int n = wait_events(loop, events, 64);
         loop->now_ns = mock__now_ns();
+        bool woken = false;
         for (int i = 0; i < n; i++) {
             void *p = events[i].data.ptr;
             if (p == &loop->listen_fd)
                 mock__conn_accept(loop);
             else if (p == &loop->wake_fd)
-                apply_limits(loop);
+                woken = true;
             else
                 mock__conn_io(p, events[i].events);
         }
+        /* Only a connection's own event may free it inside the batch. apply_limits
+         * writes to every connection, and one the client reset is closed and freed
+         * there while its event may still sit later in events[]: so, like the
+         * timers, it runs once the batch is done. */
+        if (woken)
+            apply_limits(loop);
         fire_timers(loop);
     }
     while (loop->conns)
@@ -353,10 +360,27 @@ static int load_keys(capns_mock *m, const capns_mock_config *cfg, char *err, siz
         return -1;
     for (size_t i = 0; i < cfg->n_auth_keys; i++) {
         mock_key *k = &m->keys[i];
+        const char *team = cfg->auth_keys[i].team_id;
         snprintf(k->kid, sizeof k->kid, "%s", cfg->auth_keys[i].key_id);
         if (!(k->pub = load_provider_key(cfg->auth_keys[i].path, err, errlen)))
             return -1;
         m->n_keys++;
+        /* An APNs key belongs to one team: a token it signs for another is refused. */
+        k->team = -1;
+        for (size_t t = 0; team && t < m->n_teams && k->team < 0; t++)
+            if (strcmp(m->teams[t], team) == 0)
+                k->team = (int)t;
+        if (!team && m->n_teams == 1)
+            k->team = 0;
+        if (team && k->team < 0) {
+            fail(err, errlen, "provider key %s: team %s is not one of the configured teams", k->kid, team);
+            return -1;
+        }
+        if (!team && m->n_teams > 1) {
+            fail(err, errlen, "provider key %s: which team does it sign for? %zu teams are configured",
+                 k->kid, m->n_teams);
+            return -1;
+        }
     }
     return 0;
 }
@@ -438,6 +462,8 @@ capns_mock *capns_mock_create(const capns_mock_config *cfg, char *err, size_t er
     }
     mock__judge_callbacks(m->callbacks);
     nghttp2_option_set_no_closed_streams(m->h2_options, 1);
+    if (m->cfg.no_ping_ack)
+        nghttp2_option_set_no_auto_ping_ack(m->h2_options, 1);
 
     m->loops = calloc((size_t)m->cfg.threads, sizeof *m->loops);
     if (!m->loops) {

@@ -31,6 +31,9 @@ struct MockCommand: ParsableCommand {
     var authKeys: [String] = []
     @Option(name: .customLong("team-id"), help: "Accepted team id (JWT \"iss\"). Repeatable.")
     var teamIDs: [String] = []
+    @Option(name: .customLong("key-team"),
+            help: "KEYID=TEAMID: the team a provider key signs for (needed with several --team-id). Repeatable.")
+    var keyTeams: [String] = []
     @Option(name: .customLong("topic"), help: "Accepted bundle id; push-type suffixes are implied. Repeatable.")
     var topics: [String] = []
     @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS after a connection's first success (1 before).")
@@ -58,6 +61,8 @@ struct MockCommand: ParsableCommand {
     var tokenUpdateInterval = "20m"
     @Flag(help: "Accept, handshake and read requests, but never answer.")
     var stall = false
+    @Flag(help: "Never acknowledge a client's PING (requests are still answered).")
+    var noPingAck = false
     @Flag(help: "Development environment: 200 answers carry apns-unique-id.")
     var sandbox = false
     @Option(help: "Write statistics (JSON) here instead of stderr.")
@@ -87,6 +92,12 @@ struct MockCommand: ParsableCommand {
             let (keyID, path) = try Self.parseAuthKey(spec)
             c.authKeys[keyID] = path
         }
+        for spec in keyTeams {
+            guard let eq = spec.firstIndex(of: "="), eq != spec.startIndex, eq != spec.index(before: spec.endIndex) else {
+                throw ValidationError("--key-team wants KEYID=TEAMID, got \(spec)")
+            }
+            c.keyTeams[String(spec[..<eq])] = String(spec[spec.index(after: eq)...])
+        }
         c.maxStreams = maxStreams
         c.initialStreams = initialStreams
         c.sandbox = sandbox
@@ -113,6 +124,7 @@ struct MockCommand: ParsableCommand {
         if let idle500After { c.idle500After = try Self.duration(idle500After, "--idle-500-after") }
         c.tokenUpdateInterval = try Self.duration(tokenUpdateInterval, "--token-update-interval")
         c.stall = stall
+        c.noPingAck = noPingAck
         c.threads = threads
         c.seed = seed
         return c

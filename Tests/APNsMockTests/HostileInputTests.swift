@@ -123,6 +123,27 @@ import TestSupport
         Self.expectStillServing(mock)
     }
 
+    @Test("Trailer fields are not headers: apns-topic only in trailers is 400 MissingTopic")
+    func trailersAreNotHeaders() throws {
+        let mock = try Fixture.mock { $0.recordRequests = true }
+        defer { mock.stop() }
+        var h2 = RawH2()
+        h2.settings()
+        let request = Request().with("apns-topic", nil)
+        h2.frame(type: 1, flags: 0x4, stream: 1, RawH2.hpack(request.wireHeaders))    // END_HEADERS
+        h2.frame(type: 0, flags: 0, stream: 1, Array(Fixture.payload))
+        // Trailers: HEADERS with END_STREAM | END_HEADERS after the body.
+        h2.frame(type: 1, flags: 0x5, stream: 1,
+                 RawH2.hpack([("apns-topic", Fixture.pki.topic), ("apns-push-type", "alert")]))
+        let stats = h2.send(to: mock)
+        #expect(stats.requests == 1)
+        #expect(stats.byStatus[400] == 1, "\(stats)")
+        #expect(stats.byReason["MissingTopic"] == 1)
+        // Not a duplicate apns-push-type either, and not recorded as a header.
+        #expect(mock.recordedRequests().first?.headers.filter { $0.0 == "apns-push-type" }.count == 1)
+        Self.expectStillServing(mock)
+    }
+
     @Test("The body in 4096 one-byte DATA frames is answered 200")
     func manyTinyDataFrames() throws {
         let mock = try Fixture.mock()

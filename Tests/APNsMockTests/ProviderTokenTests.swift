@@ -90,10 +90,20 @@ import TestSupport
         #expect(mock.statistics().connectionsAccepted == 1)
     }
 
+    /// Two teams, each with its own key (an APNs key belongs to one team).
+    static func twoTeams() throws -> MockServer {
+        try Fixture.mock {
+            $0.teamIDs = [Fixture.pki.teamID, "TEAMTWO002"]
+            $0.authKeys[Fixture.pki.otherKeyID] = Fixture.pki.otherKeyPath
+            $0.keyTeams = [Fixture.pki.keyID: Fixture.pki.teamID, Fixture.pki.otherKeyID: "TEAMTWO002"]
+        }
+    }
+
     @Test("\"One team per connection\": a second team's token on the same connection is refused")
     func oneTeamPerConnection() throws {
-        let mock = try Fixture.mock { $0.teamIDs = [Fixture.pki.teamID, "TEAMTWO002"] }
-        let other = Request().with("authorization", "bearer \(Fixture.jwt(teamID: "TEAMTWO002"))")
+        let mock = try Self.twoTeams()
+        let other = Request().with("authorization",
+                                   "bearer \(Fixture.jwt(keyPath: pki.otherKeyPath, keyID: pki.otherKeyID, teamID: "TEAMTWO002"))")
         let (answers, _) = curl(mock.port, [Request(), other])
         #expect(answers.map(\.status) == [200, 403])
         #expect(answers[1].reason == "InvalidProviderToken")
@@ -109,5 +119,47 @@ import TestSupport
         #expect(s.byStatus[200] == 6)
         #expect(s.distinctJWTs == 1)
         #expect(s.jwtVerifications == 1)
+    }
+
+    @Test("A key signs only for its own team: team A's key with iss = team B is 403 InvalidProviderToken")
+    func keyBoundToItsTeam() throws {
+        let mock = try Self.twoTeams()
+        defer { mock.stop() }
+        // Each key for its own team: accepted (on connections of their own).
+        #expect(curl(mock.port).status == 200)
+        let own = Fixture.jwt(keyPath: pki.otherKeyPath, keyID: pki.otherKeyID, teamID: "TEAMTWO002")
+        #expect(curl(mock.port, Request().with("authorization", "bearer \(own)")).status == 200)
+        // A good signature by a configured key, for the other configured team: refused.
+        let crossed = [Fixture.jwt(teamID: "TEAMTWO002"),
+                       Fixture.jwt(keyPath: pki.otherKeyPath, keyID: pki.otherKeyID, teamID: pki.teamID)]
+        for jwt in crossed {
+            let a = curl(mock.port, Request().with("authorization", "bearer \(jwt)"))
+            #expect(a.status == 403)
+            #expect(a.reason == "InvalidProviderToken")
+        }
+    }
+
+    @Test("A key's team must be configured, and with several teams it must be named")
+    func keyTeamConfiguration() throws {
+        #expect(throws: MockError.self) {
+            _ = try Fixture.mock { $0.keyTeams = [Fixture.pki.keyID: "NOSUCHTEAM"] }
+        }
+        #expect(throws: MockError.self) {
+            _ = try Fixture.mock { $0.teamIDs = [Fixture.pki.teamID, "TEAMTWO002"] }
+        }
+    }
+
+    @Test("The authorization length limit at its boundary: 1023 bytes are read, 1024 are too long")
+    func authorizationLengthBoundary() throws {
+        let mock = try Fixture.mock()
+        defer { mock.stop() }
+        // Not JWTs either way (403 InvalidProviderToken); what differs is whether the
+        // value was taken as a token at all: distinctJWTs counts the ones looked at.
+        let fits = "bearer " + String(repeating: "A", count: 1023 - 7)
+        let tooLong = "bearer " + String(repeating: "B", count: 1024 - 7)
+        #expect(curl(mock.port, Request().with("authorization", fits)).reason == "InvalidProviderToken")
+        #expect(mock.statistics().distinctJWTs == 1)
+        #expect(curl(mock.port, Request().with("authorization", tooLong)).reason == "InvalidProviderToken")
+        #expect(mock.statistics().distinctJWTs == 1, "a 1024-byte value (cut to 1023 when captured) was judged")
     }
 }

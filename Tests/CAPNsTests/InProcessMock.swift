@@ -19,7 +19,7 @@ final class InProcessMock: @unchecked Sendable {
             owned.append(p)
             return UnsafePointer(p)
         }
-        var keys = [capns_mock_auth_key(key_id: c(pki.keyID), path: c(pki.keyPath))]
+        var keys = [capns_mock_auth_key(key_id: c(pki.keyID), path: c(pki.keyPath), team_id: nil)]
         var teams: [UnsafePointer<CChar>?] = [c(pki.teamID)]
         var topics: [UnsafePointer<CChar>?] = [c(pki.topic)]
         var cfg = capns_mock_config()
@@ -66,6 +66,14 @@ final class InProcessMock: @unchecked Sendable {
     }
 
     deinit { if !stopped { capns_mock_destroy(mock) } }
+
+    /// The header names of every recorded request (record_cap > 0), in order; before stop().
+    func recordedHeaderNames() -> [String] {
+        (0..<capns_mock_record_count(mock)).flatMap { i -> [String] in
+            guard let r = capns_mock_record_get(mock, i)?.pointee else { return [] }
+            return (0..<r.n_headers).map { String(cString: r.headers[$0].name) }
+        }
+    }
 
     /// A fresh ES256 provider token for TestPKI's key and team.
     static func providerToken() throws -> String {

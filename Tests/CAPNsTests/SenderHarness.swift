@@ -17,6 +17,7 @@ struct Completion: Sendable {
     let outcome: capns_outcome
     let status: Int32
     let timestampMs: Int64
+    let latencyNs: Int64
     let apnsID: String
     let reason: String
     let error: String
@@ -27,6 +28,7 @@ struct Completion: Sendable {
         outcome = capns_outcome(UInt32(c.outcome))
         status = c.status
         timestampMs = c.timestamp_ms
+        latencyNs = c.latency_ns
         apnsID = cField(&c.apns_id)
         reason = cField(&c.reason)
         error = cField(&c.error)
@@ -38,10 +40,33 @@ final class Collector: @unchecked Sendable {
     private let lock = NSLock()
     private var items: [Completion] = []
     private var waiters: [(Int, CheckedContinuation<Void, Never>)] = []
+    private var senderClock: clockid_t?
+    /// Run on the sender thread before its first batch is taken in (tests that need the
+    /// sender thread busy for a while: it holds up the loop, as a slow callback would).
+    private var beforeFirstBatch: (@Sendable () -> Void)?
+
+    func onFirstBatch(_ hook: @escaping @Sendable () -> Void) { lock.withLock { beforeFirstBatch = hook } }
 
     var completions: [Completion] { lock.withLock { items } }
 
+    /// CPU time the sender thread has used, once it delivered a completion (the
+    /// callback runs on it and notes its clock); nil before.
+    var senderCPUSeconds: Double? {
+        guard let clock = lock.withLock({ senderClock }) else { return nil }
+        var ts = timespec()
+        guard clock_gettime(clock, &ts) == 0 else { return nil }
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
     func add(_ batch: UnsafePointer<capns_completion>, _ count: Int) {
+        if let hook = lock.withLock({ () -> (@Sendable () -> Void)? in
+            defer { beforeFirstBatch = nil }
+            return beforeFirstBatch
+        }) { hook() }
+        if lock.withLock({ senderClock == nil }) {
+            var clock = clockid_t()
+            if pthread_getcpuclockid(pthread_self(), &clock) == 0 { lock.withLock { senderClock = clock } }
+        }
         // Decoded outside the lock: the sender thread should not wait on a test's reader.
         let received = (0..<count).map { Completion(batch[$0]) }
         var ready: [CheckedContinuation<Void, Never>] = []
@@ -90,7 +115,7 @@ final class TestSender: @unchecked Sendable {
          caFile: String? = TestPKI.shared.caFile, connections: Int32 = 1, maxOutstanding: Int32 = 1000,
          connectTimeoutMs: Int32 = 5000, requestTimeoutMs: Int32 = 20000, pingIntervalMs: Int32 = 0,
          topic: String = "com.example.app", providerToken: String = "test.jwt.only",
-         expiration: Int64 = -1, collapseID: String? = nil) throws {
+         expiration: Int64 = -1, collapseID: String? = nil, payloadSize: Int? = nil) throws {
         let collector = Collector()
         self.collector = collector
         var err = [CChar](repeating: 0, count: Int(CAPNS_ERR_MAX))
@@ -114,12 +139,16 @@ final class TestSender: @unchecked Sendable {
         guard let created else { throw HarnessError(message: text(err)) }
         sender = created
         capns_sender_set_authorization(sender, providerToken)
-        message = Self.message(topic: topic, expiration: expiration, collapseID: collapseID)
+        message = Self.message(topic: topic, expiration: expiration, collapseID: collapseID,
+                               payloadSize: payloadSize)
     }
 
-    /// An alert of 25 bytes, {"aps":{"alert":"hello"}}, priority 10.
-    private static func message(topic: String, expiration: Int64, collapseID: String?) -> OpaquePointer {
-        let payload = Array(#"{"aps":{"alert":"hello"}}"#.utf8)
+    /// An alert of 25 bytes, {"aps":{"alert":"hello"}}, priority 10; or of payloadSize
+    /// bytes (>= 25), the alert padded with x.
+    private static func message(topic: String, expiration: Int64, collapseID: String?,
+                                payloadSize: Int?) -> OpaquePointer {
+        let alert = "hello" + String(repeating: "x", count: max(0, (payloadSize ?? 25) - 25))
+        let payload = Array(#"{"aps":{"alert":"\#(alert)"}}"#.utf8)
         return payload.withUnsafeBufferPointer { bytes in
             topic.withCString { topic in
                 "alert".withCString { pushType in
@@ -144,15 +173,19 @@ final class TestSender: @unchecked Sendable {
 
     /// Submits tags 0..<count in batches, waiting for room while the queue is full (off the pool).
     func submit(count: Int) async {
+        await submit(tags: 0..<count)
+    }
+
+    func submit(tags: Range<Int>, resend: Bool = false) async {
         await offPool { [self] in
-            var next = 0
-            while next < count {
-                next += submitBatch(next..<min(count, next + 256))
+            var next = tags.lowerBound
+            while next < tags.upperBound {
+                next += submitBatch(next..<min(tags.upperBound, next + 256), resend: resend)
             }
         }
     }
 
-    private func submitBatch(_ tags: Range<Int>) -> Int {
+    private func submitBatch(_ tags: Range<Int>, resend: Bool = false) -> Int {
         let batch = tags.map { tag in (tag, strdup(Self.token(tag))!, strdup(Self.apnsID(tag))!) }
         defer { batch.forEach { free($0.1); free($0.2) } }
         var requests = batch.map { tag, token, id in
@@ -161,7 +194,8 @@ final class TestSender: @unchecked Sendable {
         var done = 0
         while done < requests.count {
             done += requests[done...].withUnsafeMutableBufferPointer {
-                capns_sender_submit(sender, $0.baseAddress, $0.count)
+                resend ? capns_sender_resubmit(sender, $0.baseAddress, $0.count)
+                       : capns_sender_submit(sender, $0.baseAddress, $0.count)
             }
             if done < requests.count { usleep(500) }
         }
@@ -180,6 +214,23 @@ final class TestSender: @unchecked Sendable {
 
     func setProviderToken(_ jwt: String) {
         capns_sender_set_authorization(sender, jwt)
+    }
+
+    /// capns_sender_set_authorization's result: 0, or -1 (errno EINVAL) when refused.
+    func setAuthorization(_ jwt: String) -> Int32 {
+        capns_sender_set_authorization(sender, jwt)
+    }
+
+    /// One request as given, without waiting for room: (taken, errno).
+    func submitRaw(tag: Int, token: String, apnsID: String) -> (Int, Int32) {
+        token.withCString { token in
+            apnsID.withCString { id in
+                var r = capns_request(tag: UInt64(tag), message: message, token: token, apns_id: id)
+                errno = 0
+                let taken = capns_sender_submit(sender, &r, 1)
+                return (taken, errno)
+            }
+        }
     }
 
     var stats: capns_sender_stats {

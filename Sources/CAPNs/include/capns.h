@@ -12,6 +12,8 @@
  *
  * Every submitted request completes exactly once (ANSWERED, NOT_PROCESSED,
  * CONNECT_FAILED, TIMED_OUT or CANCELLED), also when the sender is destroyed.
+ * Its deadline (request_timeout_ms) runs from its own submit, also while it waits
+ * in the queue.
  */
 #ifndef CAPNS_H
 #define CAPNS_H
@@ -64,7 +66,15 @@ typedef struct {
     size_t payload_len;
 } capns_message_spec;
 
-/* Copies everything in spec. Returns NULL only when out of memory. */
+/* 1 when s can be an HTTP header value as given: no control character (a byte
+ * below 0x20, or 0x7f). A CR or LF in a value would let a caller's text end the
+ * header early and start one of its own on any hop that speaks HTTP/1 (header
+ * injection); HTTP/2 peers refuse such a value anyway, as a stream error. */
+int capns_header_value_ok(const char *s);
+
+/* Copies everything in spec. Returns NULL with errno EINVAL when topic, push_type
+ * or collapse_id fails capns_header_value_ok (nothing is sent), or with errno
+ * ENOMEM when out of memory. */
 capns_message *capns_message_create(const capns_message_spec *spec);
 void capns_message_retain(capns_message *m);
 void capns_message_release(capns_message *m);
@@ -83,8 +93,11 @@ typedef struct {
 
 typedef enum {
     CAPNS_ANSWERED = 0,         /* the server answered: status, apns_id, reason, timestamp */
-    CAPNS_NOT_PROCESSED = 1,    /* refused by GOAWAY or REFUSED_STREAM, or lost with its
-                                   connection: the server did not act on it, send again */
+    CAPNS_NOT_PROCESSED = 1,    /* no answer; send again (with the same apns-id). Refused by
+                                   GOAWAY (above its last-stream-id) or REFUSED_STREAM: the
+                                   server did not act on it. Reset without a status, or lost
+                                   with its connection: it MAY have been acted on, so a resend
+                                   can deliver twice (counted in lost_in_flight) */
     CAPNS_CONNECT_FAILED = 2,   /* no usable connection (DNS, refused, TLS, no h2): see error */
     CAPNS_TIMED_OUT = 3,        /* the request deadline passed without an answer */
     CAPNS_CANCELLED = 4,        /* the sender was destroyed before an answer came */
@@ -144,16 +157,25 @@ typedef struct {
     uint64_t bytes_received;
     uint32_t server_max_streams;    /* latest SETTINGS_MAX_CONCURRENT_STREAMS seen, 0 = none yet */
     uint32_t peak_streams;          /* most streams in flight at once on one connection */
+    uint64_t lost_in_flight;        /* NOT_PROCESSED without the server saying so: reset without
+                                       a status (not REFUSED_STREAM, not above a GOAWAY's
+                                       last-stream-id) or lost with the connection; the server
+                                       may have processed these (a subset of not_processed) */
 } capns_sender_stats;
 
 /* Starts the sender thread; connects lazily on the first request. */
 capns_sender *capns_sender_create(const capns_sender_config *cfg, char *err, size_t errlen);
 
-/* The provider JWT (without "bearer ") used for requests started from now on. */
-void capns_sender_set_authorization(capns_sender *s, const char *jwt);
+/* The provider JWT (without "bearer ") used for requests started from now on.
+ * Returns 0, or -1 with errno EINVAL when jwt fails capns_header_value_ok or is
+ * CAPNS_JWT_MAX bytes or longer; the token set before stays in use then. */
+int capns_sender_set_authorization(capns_sender *s, const char *jwt);
 
 /* Copies up to n requests into the sender's queue; returns how many were taken
- * (fewer when max_outstanding would be exceeded). Never blocks on the network. */
+ * (fewer when max_outstanding would be exceeded). Never blocks on the network.
+ * A request whose token or apns_id fails capns_header_value_ok, or is longer than
+ * CAPNS_TOKEN_MAX or CAPNS_UUID_LEN, ends the run: the count returned stops before
+ * it and errno is EINVAL (after a short count for lack of room errno is 0). */
 size_t capns_sender_submit(capns_sender *s, const capns_request *reqs, size_t n);
 
 /* The same for requests sent before that the server did not process (NOT_PROCESSED):

@@ -49,7 +49,8 @@
  *
  * Provider tokens (authorization: bearer <JWT>): ES256 verified against the
  * configured key named by "kid" (unknown kid, bad signature, alg other than
- * ES256, unknown "iss" or malformed -> 403 InvalidProviderToken); "iat" older
+ * ES256, unknown "iss", an "iss" other than the key's own team, or malformed
+ * -> 403 InvalidProviderToken); "iat" older
  * than one hour -> 403 ExpiredProviderToken, more than 60 s in the future ->
  * 403 InvalidProviderToken. A connection belongs to the team of its first
  * accepted token (another team -> 403 InvalidProviderToken). Presenting a
@@ -78,6 +79,9 @@
  *                    back to the current limit K requests later (0 = never).
  *   idle_timeout_ms  GOAWAY(NO_ERROR, debug {"reason":"IdleTimeout"}) after
  *                    that long without a frame from the client.
+ *   no_ping_ack      PING frames are read and never acknowledged (every
+ *                    connection): a peer whose liveness check fails while it
+ *                    still answers requests.
  *
  * expire_first_token, expire_first_token_after N: the first valid provider
  * token the mock sees is answered 403 ExpiredProviderToken from its (N+1)th
@@ -110,6 +114,9 @@ extern "C" {
 typedef struct {
     const char *key_id;         /* the JWT "kid" */
     const char *path;           /* .p8 (PKCS#8 EC P-256 private key) or a public key PEM */
+    const char *team_id;        /* the team (one of cfg.teams) this key signs for, as an APNs
+                                   key belongs to one team; NULL: the only team configured
+                                   (refused when there are several) */
 } capns_mock_auth_key;
 
 typedef struct {
@@ -145,6 +152,7 @@ typedef struct {
     size_t attempts_cap;        /* distinct tokens counted; 0 = 1 << 20 */
     uint64_t seed;
     int threads;                /* event-loop threads, SO_REUSEPORT listeners; 0 = 1 */
+    int no_ping_ack;            /* never acknowledge a client's PING (a half-dead peer) */
 } capns_mock_config;
 
 typedef struct capns_mock capns_mock;
