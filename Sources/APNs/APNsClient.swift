@@ -144,6 +144,9 @@ public struct Statistics: Sendable, Hashable {
     public let goawaysReceived: Int
     public let requestsStarted: Int
     public let notProcessed: Int
+    /// Of `notProcessed`: lost with a reset or a dropped connection before any answer;
+    /// APNs may have acted on them, so a resend can deliver twice.
+    public let lostInFlight: Int
     public let timedOut: Int
     public let bytesSent: Int
     public let bytesReceived: Int
@@ -164,6 +167,7 @@ public struct Statistics: Sendable, Hashable {
         goawaysReceived = sum(\.goaways_received)
         requestsStarted = sum(\.requests_started)
         notProcessed = sum(\.not_processed)
+        lostInFlight = sum(\.lost_in_flight)
         timedOut = sum(\.timed_out)
         bytesSent = sum(\.bytes_sent)
         bytesReceived = sum(\.bytes_received)

@@ -338,7 +338,8 @@ final class Lane: Sendable {
             s.slots[slot].notProcessed = false
             if s.slots[slot].firstSent == nil { s.slots[slot].firstSent = now }
         }
-        // The table is no larger than the C queue, so this happens only while it stops.
+        // The table is no larger than the C queue, and tokens and apns-ids were checked
+        // before they got here: the transport refuses only while it stops.
         for slot in run.dropFirst(taken) {
             finish(&s, slot, status: 0, reason: nil, error: APNsError.shutDown.description, &fx)
         }

@@ -1,4 +1,7 @@
 import CAPNs
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One notification to one device: the unit of a per-event send ("order 1234 is
 /// ready" to one customer's phone), with a value of the caller's carried back on
@@ -89,8 +92,12 @@ extension Notification {
                 }
             }
         }
-        // Every header value was checked when the notification was made: only memory can fail.
-        guard let message else { fatalError("out of memory creating a message") }
+        // Every header value was checked when the notification was made (the C side
+        // refuses control characters too, with EINVAL): only memory can fail here.
+        guard let message else {
+            fatalError(errno == EINVAL ? "a header value with a control character passed Notification's check"
+                                       : "out of memory creating a message")
+        }
         return message
     }
 }
