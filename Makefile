@@ -16,7 +16,7 @@
 
 SWIFT      ?= swift
 CONFIG     ?= release
-DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev nghttp2-client nghttp2-server openssl curl python3
+DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev nghttp2-client nghttp2-server openssl curl python3
 DEMO_DIR   := .demo
 
 .PHONY: all deps build demo test soak keys clean bench fuzz sanitize
