@@ -6,7 +6,7 @@
  * The harness is the client and plays the loop thread: it calls
  * mock__conn_accept and mock__conn_io as loop_main would, fires the loop's
  * timers (delayed answers, idle checks, linger) with a clock it moves forward,
- * and applies runtime stream limits as apply_limits does, after the events.
+ * and applies runtime stream limits with server.c's own mock__loop_apply_limits, after the events.
  *
  * Every fault option has a mock of its own, picked by the input's first byte:
  * none, goaway_after, reset_after, settings drop and restore, idle timeout,
@@ -40,7 +40,6 @@
 
 #define MODES 9
 #define MAX_REQUESTS 8
-#define MAX_HEADERS 24
 #define ROUNDS 48
 #define STEP_NS (5LL * 1000000)     /* the harness's clock moves 5 ms per round */
 
@@ -116,48 +115,6 @@ static mock_conn *find(mock_loop *loop, mock_conn *c)
     return NULL;
 }
 
-/* As server.c's fire_timers. */
-static void fire_timers(mock_loop *loop)
-{
-    mock_timer t;
-    bool answered = false;
-    while (mock__timer_pop_due(&loop->timers, loop->now_ns, &t)) {
-        mock_conn *c = t.conn;
-        if (c->state == C_OPEN) {
-            if (t.kind == T_ANSWER) {
-                mock__judge_answer_due(c, t.stream_id);
-                c->answers_due = answered = true;
-            } else {
-                mock__conn_idle_check(c);
-            }
-        } else if (c->state == C_LINGER && t.kind == T_LINGER) {
-            mock__conn_close(c, false);
-        }
-        mock__conn_release(c);
-    }
-    for (mock_conn *c = loop->conns, *next; answered && c; c = next) {
-        next = c->next;
-        if (c->answers_due) {
-            c->answers_due = false;
-            mock__conn_flush(c);
-        }
-    }
-}
-
-/* As server.c's apply_limits, after the batch. */
-static void apply_limits(capns_mock *m, mock_loop *loop, uint32_t limit)
-{
-    capns_mock_set_max_streams(m, limit);
-    uint64_t ignored;
-    if (read(loop->wake_fd, &ignored, sizeof ignored) < 0) { /* drained: the wake is this call */ }
-    loop->seen_limit = limit;
-    for (mock_conn *c = loop->conns, *next; c; c = next) {
-        next = c->next;
-        mock__conn_apply_limit(c);
-        mock__conn_flush(c);
-    }
-}
-
 /* Loopback is not synchronous everywhere (gVisor's netstack hands bytes over on a
  * goroutine, milliseconds later on a busy machine): wait for what the other side
  * just wrote, returning as soon as it is there. */
@@ -176,49 +133,20 @@ static void serve(mock_loop *loop, mock_conn *c, bool client_wrote)
             wait_readable(c->fd, 50);
         mock__conn_io(c, EPOLLIN | EPOLLOUT);
     }
-    fire_timers(loop);
+    mock__loop_fire_timers(loop);
 }
 
 /* --------------------------------------------------------- the client */
 
-typedef struct {
-    nghttp2_nv nv[MAX_HEADERS];
-    size_t n;
-    const uint8_t *body;
-    size_t body_len, body_off;
-} text_request;
 
-static ssize_t read_body(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
-                         nghttp2_data_source *src, void *ud)
-{
-    text_request *r = src->ptr;
-    size_t n = r->body_len - r->body_off < len ? r->body_len - r->body_off : len;
-    memcpy(buf, r->body + r->body_off, n);
-    r->body_off += n;
-    if (r->body_off == r->body_len)
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
-    return (ssize_t)n;
-}
-
-static bool next_line(const uint8_t **p, const uint8_t *end, const uint8_t **line, size_t *len)
-{
-    if (*p >= end)
-        return false;
-    const uint8_t *nl = memchr(*p, '\n', (size_t)(end - *p));
-    *line = *p;
-    *len = (size_t)((nl ? nl : end) - *p);
-    *p = nl ? nl + 1 : end;
-    return true;
-}
-
-static void parse_request(const uint8_t **p, const uint8_t *end, text_request *r, mode_state *ms)
+static void parse_request(const uint8_t **p, const uint8_t *end, fixture_text_request *r, mode_state *ms)
 {
     static const char *const names[4] = {"@JWT@", "@JWT2@", "@JWT3@", "@OLD@"};
     const uint8_t *line;
     size_t len;
-    while (next_line(p, end, &line, &len) && len > 0) {
+    while (fixture_next_line(p, end, &line, &len) && len > 0) {
         const uint8_t *sep = len > 1 ? memmem(line + 1, len - 1, ": ", 2) : NULL;
-        if (!sep || r->n == MAX_HEADERS)
+        if (!sep || r->n == FIXTURE_MAX_HEADERS)
             continue;
         nghttp2_nv *nv = &r->nv[r->n++];
         nv->name = (uint8_t *)line;
@@ -331,7 +259,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     nghttp2_session *client = NULL;
-    text_request reqs[MAX_REQUESTS];
+    fixture_text_request reqs[MAX_REQUESTS];
     size_t nreqs = 0;
     static const uint8_t preface[] = NGHTTP2_CLIENT_MAGIC;
     const uint8_t *pre = preface, *pre_end = preface + sizeof preface - 1;
@@ -356,8 +284,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* One request every few rounds: a first success can raise the one-stream
          * limit before the next, and a token change comes after the first token. */
         if (client && round % 4 == 0 && (size_t)(round / 4) < nreqs) {
-            text_request *r = &reqs[round / 4];
-            nghttp2_data_provider body = {.source.ptr = r, .read_callback = read_body};
+            fixture_text_request *r = &reqs[round / 4];
+            nghttp2_data_provider body = {.source.ptr = r, .read_callback = fixture_read_body};
             nghttp2_submit_request(client, NULL, r->nv, r->n, r->body_len ? &body : NULL, NULL);
         }
         size_t wrote = client_written;
@@ -372,7 +300,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         loop->now_ns += STEP_NS;
         serve(loop, c, client_written != wrote);
         if ((flags & 2) && round == ROUNDS / 3)
-            apply_limits(m, loop, 2 + (uint32_t)(flags >> 4));
+            capns_mock_set_max_streams(m, 2 + (uint32_t)(flags >> 4));
+            mock__loop_apply_limits(loop);
         bool server_wrote = atomic_load(&m->counters.bytes_out) != out;
         if (server_wrote)
             wait_readable(fd, 50);
@@ -400,7 +329,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int i = 0; i < 4 && find(loop, c); i++)
         serve(loop, c, true);
     loop->now_ns = INT64_MAX / 2;
-    fire_timers(loop);
+    mock__loop_fire_timers(loop);
     while (loop->conns)
         mock__conn_close(loop->conns, false);
     mock_timer t;

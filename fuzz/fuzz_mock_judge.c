@@ -26,7 +26,6 @@
 #include <string.h>
 
 #define MAX_REQUESTS 8
-#define MAX_HEADERS 24
 #define ROUNDS 32
 
 /* ------------------------------------------------------- server side */
@@ -92,45 +91,15 @@ static void raw(capns_mock *m, const uint8_t *data, size_t size)
 
 /* ---------------------------------------------------- text requests */
 
-typedef struct {
-    nghttp2_nv nv[MAX_HEADERS];
-    size_t n;
-    const uint8_t *body;
-    size_t body_len, body_off;
-} text_request;
-
-static ssize_t read_body(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
-                         nghttp2_data_source *src, void *ud)
-{
-    text_request *r = src->ptr;
-    size_t n = r->body_len - r->body_off < len ? r->body_len - r->body_off : len;
-    memcpy(buf, r->body + r->body_off, n);
-    r->body_off += n;
-    if (r->body_off == r->body_len)
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
-    return (ssize_t)n;
-}
-
-/* Next line of [*p, end) without its '\n'; false at the end. */
-static bool next_line(const uint8_t **p, const uint8_t *end, const uint8_t **line, size_t *len)
-{
-    if (*p >= end)
-        return false;
-    const uint8_t *nl = memchr(*p, '\n', (size_t)(end - *p));
-    *line = *p;
-    *len = (size_t)((nl ? nl : end) - *p);
-    *p = nl ? nl + 1 : end;
-    return true;
-}
 
 /* Headers up to a blank line, then the body up to a "--" line or the end. */
-static void parse_request(const uint8_t **p, const uint8_t *end, text_request *r, char *bearer, size_t blen)
+static void parse_request(const uint8_t **p, const uint8_t *end, fixture_text_request *r, char *bearer, size_t blen)
 {
     const uint8_t *line;
     size_t len;
-    while (next_line(p, end, &line, &len) && len > 0) {
+    while (fixture_next_line(p, end, &line, &len) && len > 0) {
         const uint8_t *sep = len > 1 ? memmem(line + 1, len - 1, ": ", 2) : NULL;
-        if (!sep || r->n == MAX_HEADERS)
+        if (!sep || r->n == FIXTURE_MAX_HEADERS)
             continue;
         nghttp2_nv *nv = &r->nv[r->n++];
         nv->name = (uint8_t *)line;
@@ -153,7 +122,7 @@ static void text(capns_mock *m, const uint8_t *data, size_t size)
 {
     char bearer[CAPNS_JWT_MAX + 8];
     int blen = snprintf(bearer, sizeof bearer, "bearer %s", fixture_jwt());
-    text_request reqs[MAX_REQUESTS];
+    fixture_text_request reqs[MAX_REQUESTS];
     size_t n = 0;
     for (const uint8_t *p = data, *end = data + size; p < end && n < MAX_REQUESTS; n++) {
         memset(&reqs[n], 0, sizeof reqs[n]);
@@ -167,7 +136,7 @@ static void text(capns_mock *m, const uint8_t *data, size_t size)
     nghttp2_session_callbacks_del(cbs);
     nghttp2_submit_settings(client, NGHTTP2_FLAG_NONE, NULL, 0);
     for (size_t i = 0; i < n; i++) {
-        nghttp2_data_provider body = {.source.ptr = &reqs[i], .read_callback = read_body};
+        nghttp2_data_provider body = {.source.ptr = &reqs[i], .read_callback = fixture_read_body};
         nghttp2_submit_request(client, NULL, reqs[i].nv, reqs[i].n, reqs[i].body_len ? &body : NULL, NULL);
     }
 

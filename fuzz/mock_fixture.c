@@ -104,3 +104,26 @@ const char *fixture_jwt(void)
     need(n > 0, "signing", err);
     return jwt;
 }
+
+ssize_t fixture_read_body(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+                          nghttp2_data_source *src, void *ud)
+{
+    fixture_text_request *r = src->ptr;
+    size_t n = r->body_len - r->body_off < len ? r->body_len - r->body_off : len;
+    memcpy(buf, r->body + r->body_off, n);
+    r->body_off += n;
+    if (r->body_off == r->body_len)
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+bool fixture_next_line(const uint8_t **p, const uint8_t *end, const uint8_t **line, size_t *len)
+{
+    if (*p >= end)
+        return false;
+    const uint8_t *nl = memchr(*p, '\n', (size_t)(end - *p));
+    *line = *p;
+    *len = (size_t)((nl ? nl : end) - *p);
+    *p = nl ? nl + 1 : end;
+    return true;
+}

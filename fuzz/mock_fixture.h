@@ -32,4 +32,21 @@ capns_mock *fixture_mock_with(void (*tweak)(capns_mock_config *cfg, void *arg), 
  * (CAPNS_JWT_MAX). */
 void fixture_jwt_for(const char *key_id, const char *team_id, int64_t age_s, char *out);
 
+/* A request the mock harnesses build from text ("name: value" lines, a blank line,
+ * the body), sent through a client nghttp2 session. */
+#define FIXTURE_MAX_HEADERS 24
+typedef struct {
+    nghttp2_nv nv[FIXTURE_MAX_HEADERS];
+    size_t n;
+    const uint8_t *body;
+    size_t body_len, body_off;
+} fixture_text_request;
+
+/* nghttp2's data source callback over a fixture_text_request's body. */
+ssize_t fixture_read_body(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+                          nghttp2_data_source *src, void *ud);
+
+/* Next line of [*p, end) without its '\n'; false at the end. */
+bool fixture_next_line(const uint8_t **p, const uint8_t *end, const uint8_t **line, size_t *len);
+
 #endif

@@ -60,7 +60,7 @@ build() {
     swift_tokens)
       "$SWIFTC" -sanitize=fuzzer,address -parse-as-library -O -module-name apns_send -use-ld=lld \
         fuzz/swift/TokenFuzz.swift \
-        Sources/apns-send/{LineReader,TokenLines,TokenMemory,BloomFilter,TokenFingerprint,ResumedResults,RecordLine,OutputFormat,UsageError}.swift \
+        Sources/apns-send/{LineReader,TokenLines,TokenMemory,BloomFilter,TokenFingerprint,ResumedResults,RecordLine,JSONScanner,OutputFormat,UsageError}.swift \
         -o "$out/$name" ;;
     *) echo "fuzz.sh: unknown harness $name" >&2; exit 2 ;;
   esac

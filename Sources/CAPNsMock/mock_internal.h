@@ -321,4 +321,11 @@ void mock__judge_callbacks(nghttp2_session_callbacks *cbs);
 void mock__judge_answer_due(mock_conn *c, int32_t stream_id);
 void mock__stream_free(mock_loop *loop, mock_stream *s);
 
+/* One loop iteration's tail, shared by server.c's loop and fuzz/fuzz_mock_conn.c,
+ * which drives connections by hand: fire the due timers (then one flush per
+ * connection), and apply a stream limit set since (after the epoll batch, never
+ * inside it: it may free a connection whose event is still in the batch). */
+void mock__loop_fire_timers(mock_loop *loop);
+void mock__loop_apply_limits(mock_loop *loop);
+
 #endif /* CAPNS_MOCK_INTERNAL_H */

@@ -190,7 +190,7 @@ static int listen_on(const char *host, uint16_t port, bool share, uint16_t *boun
  * bursts (a window refilled at once), so their answers fall due in bursts; a flush
  * each cost ~5 us, and 1000 of them put the last answer of a burst ~5 ms behind
  * its due time (h2load measured 56 ms round trips at --latency 50ms). */
-static void fire_timers(mock_loop *loop)
+void mock__loop_fire_timers(mock_loop *loop)
 {
     mock_timer t;
     bool answered = false;
@@ -218,7 +218,7 @@ static void fire_timers(mock_loop *loop)
     }
 }
 
-static void apply_limits(mock_loop *loop)
+void mock__loop_apply_limits(mock_loop *loop)
 {
     uint64_t ignored;
     if (read(loop->wake_fd, &ignored, sizeof ignored) < 0)
@@ -280,8 +280,8 @@ static void *loop_main(void *arg)
          * there while its event may still sit later in events[]: so, like the
          * timers, it runs once the batch is done. */
         if (woken)
-            apply_limits(loop);
-        fire_timers(loop);
+            mock__loop_apply_limits(loop);
+        mock__loop_fire_timers(loop);
     }
     while (loop->conns)
         mock__conn_close(loop->conns, false);
