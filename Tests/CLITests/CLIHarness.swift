@@ -1,6 +1,7 @@
 import APNsMock
 import Foundation
 import TestSupport
+import Testing
 
 /// What the CLI tests share: the built `apns-send`, a mock on the test PKI that
 /// records every request, throw-away files, and the records read back.
@@ -166,4 +167,51 @@ final class SendProcess: @unchecked Sendable {
     }
 
     struct TimeoutError: Error {}
+}
+
+/// The series both resume tests run: apns-send again and again on one output file
+/// (the first with --output, the rest with --resume), each stopped by the next
+/// signal once the mock has seen a random number (1...`upTo`) more requests; a run
+/// that finishes before its signal ends the series. Then one last run to the end.
+///
+/// The stop is decided on a thread of its own: a short run is over in a second, and
+/// the suite's blocking tests can stall the async pool for longer than that.
+enum StopAndResume {
+    struct Outcome {
+        /// "signal after N: status", one per stopped run.
+        var runs: [String] = []
+        var lastStatus: Int32 = 0
+        var lastStderr = ""
+    }
+
+    static func run(_ mock: MockServer, arguments: [String], input: [String], output: String,
+                    signals: [Int32], upTo maxRequests: UInt64,
+                    onInterrupted: (_ run: Int, _ status: Int32, _ stderr: String) -> Void) async throws -> Outcome {
+        var rng = SystemRandomNumberGenerator()
+        var outcome = Outcome()
+        for signal in signals {
+            let files = outcome.runs.isEmpty ? ["--output", output] : ["--resume", output]
+            let run = try SendProcess(arguments + files + input)
+            let until = mock.statistics().requests + UInt64.random(in: 1...maxRequests, using: &rng)
+            let stopper = Thread {
+                while run.isRunning && mock.statistics().requests < until { usleep(1_000) }
+                if run.isRunning { kill(run.pid, signal) }
+            }
+            stopper.start()
+            let (status, stderr) = await run.stop(nil)
+            outcome.runs.append("\(signal) after \(until): \(status)")
+            if signal != SIGKILL && stderr.contains("interrupted") { onInterrupted(outcome.runs.count, status, stderr) }
+            if !stderr.contains("interrupted") && signal != SIGKILL { break }   // finished before the signal
+        }
+        let last = try SendProcess(arguments + ["--resume", output] + input)
+        (outcome.lastStatus, outcome.lastStderr) = await last.stop(nil)
+        return outcome
+    }
+
+    /// What an interrupted run must say: how to go on.
+    static func expectResumeHint(run: Int, stderr: String, output: String,
+                                 sourceLocation: SourceLocation = #_sourceLocation) {
+        let hint = run == 1 ? "--resume \(output)" : "run the same command again"
+        #expect(stderr.contains(hint), "\(stderr)", sourceLocation: sourceLocation)
+    }
 }

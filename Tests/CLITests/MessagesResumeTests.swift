@@ -19,34 +19,18 @@ import TestSupport
         let output = scratch.path("o.jsonl")
         let base = CLI.arguments(mock) + ["--concurrency", "200"]
 
-        var rng = SystemRandomNumberGenerator()
-        var runs: [String] = []
-        for signal in [SIGINT, SIGKILL, SIGTERM, SIGKILL, SIGINT, SIGKILL] {
-            let files = runs.isEmpty ? ["--output", output] : ["--resume", output]
-            let run = try SendProcess(base + files + ["--messages", file])
-            let until = mock.statistics().requests + UInt64.random(in: 1...4_000, using: &rng)
-            // Decided on a thread of its own: a 20k-line run is over in a second, and the
-            // suite's blocking tests can stall the async pool for longer than that.
-            let stopper = Thread {
-                while run.isRunning && mock.statistics().requests < until { usleep(1_000) }
-                if run.isRunning { kill(run.pid, signal) }
-            }
-            stopper.start()
-            let (status, stderr) = await run.stop(nil)
-            runs.append("\(signal) after \(until): \(status)")
-            if signal != SIGKILL && stderr.contains("interrupted") {
-                #expect(status == 1)
-                #expect(stderr.contains("message lines were not attempted") || stderr.contains("message line was not attempted"), "\(stderr)")
-                let hint = runs.count == 1 ? "--resume \(output)" : "run the same command again"
-                #expect(stderr.contains(hint), "\(stderr)")
-            }
-            if !stderr.contains("interrupted") && signal != SIGKILL { break }   // finished before the signal
+        let series = try await StopAndResume.run(
+            mock, arguments: base, input: ["--messages", file], output: output,
+            signals: [SIGINT, SIGKILL, SIGTERM, SIGKILL, SIGINT, SIGKILL], upTo: 4_000
+        ) { run, status, stderr in
+            #expect(status == 1)
+            #expect(stderr.contains("message lines were not attempted") || stderr.contains("message line was not attempted"), "\(stderr)")
+            StopAndResume.expectResumeHint(run: run, stderr: stderr, output: output)
         }
+        let runs = series.runs
         #expect(runs.filter { !$0.hasSuffix(": 0") }.count >= 3, "the stops land mid-run: \(runs)")
-        let last = try SendProcess(base + ["--resume", output, "--messages", file])
-        let (status, stderr) = await last.stop(nil)
-        #expect(status == 0 || status == 1, "\(stderr)")
-        #expect(!stderr.contains("interrupted"))
+        #expect(series.lastStatus == 0 || series.lastStatus == 1, "\(series.lastStderr)")
+        #expect(!series.lastStderr.contains("interrupted"))
 
         let text = try String(contentsOfFile: output, encoding: .utf8)
         #expect(text.hasSuffix("\n"))

@@ -21,30 +21,20 @@ import TestSupport
         let output = scratch.path("o.jsonl")
         let base = CLI.arguments(mock)
 
-        var rng = SystemRandomNumberGenerator()
-        var runs: [String] = []
         // Each run is stopped after a random number of answers, from right at the
         // first (before any record is flushed) to well into the run.
         let signals = [SIGINT, SIGKILL, SIGTERM, SIGKILL, SIGINT, SIGKILL]
         let soak = ProcessInfo.processInfo.environment["APNS_SOAK"] == "1"
-        for signal in soak ? signals + signals + signals : signals {
-            let files = runs.isEmpty ? ["--output", output] : ["--resume", output]
-            let run = try SendProcess(base + files + [CLI.payload, tokensFile])
-            let until = mock.statistics().requests + UInt64.random(in: 1...15_000, using: &rng)
-            try await run.waitUntil(deadline: 60) { mock.statistics().requests >= until }
-            let (status, stderr) = await run.stop(signal)
-            runs.append("\(signal) after \(until): \(status)")
-            if signal != SIGKILL && status == 1 && stderr.contains("interrupted") {
-                let hint = runs.count == 1 ? "--resume \(output)" : "run the same command again"
-                #expect(stderr.contains(hint), "\(stderr)")
-            }
-            if !stderr.contains("interrupted") && signal != SIGKILL { break }   // finished before the signal
+        let series = try await StopAndResume.run(
+            mock, arguments: base, input: [CLI.payload, tokensFile], output: output,
+            signals: soak ? signals + signals + signals : signals, upTo: 15_000
+        ) { run, status, stderr in
+            if status == 1 { StopAndResume.expectResumeHint(run: run, stderr: stderr, output: output) }
         }
-        let last = try SendProcess(base + ["--resume", output, CLI.payload, tokensFile])
-        let (status, stderr) = await last.stop(nil)
+        let runs = series.runs
         // 1 when this run itself wrote a 410 or the malformed line's record.
-        #expect(status == 0 || status == 1, "\(stderr)")
-        #expect(!stderr.contains("interrupted"))
+        #expect(series.lastStatus == 0 || series.lastStatus == 1, "\(series.lastStderr)")
+        #expect(!series.lastStderr.contains("interrupted"))
 
         let text = try String(contentsOfFile: output, encoding: .utf8)
         #expect(text.hasSuffix("\n"))
