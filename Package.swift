@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // The sender's hot path: ES256 provider tokens (OpenSSL) and HTTP/2 transports.
@@ -50,7 +51,7 @@ let package = Package(
         ),
         .target(name: "APNsMock", dependencies: ["CAPNsMock"]),
         // apns-server's memory: registry, preferences, outbox, delivery log (SQLite; PostgreSQL later).
-        .target(name: "Store"),
+        .target(name: "Store", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
         .executableTarget(
             name: "apns-send",
             dependencies: ["APNs", .product(name: "ArgumentParser", package: "swift-argument-parser")]
@@ -79,5 +80,6 @@ let package = Package(
         // apns-send's own parts (token memory, resumed records), tested in-process.
         .testTarget(name: "SendToolTests", dependencies: ["apns-send", "APNs", "TestSupport"]),
         .testTarget(name: "BenchTests", dependencies: ["TestSupport"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "TestSupport"]),
     ]
 )
