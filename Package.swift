@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // The sender's hot path: ES256 provider tokens (OpenSSL) and HTTP/2 transports.
@@ -55,7 +56,7 @@ let package = Package(
         ),
         .target(name: "APNsMock", dependencies: ["CAPNsMock"]),
         // apns-server's memory: registry, preferences, outbox, delivery log (SQLite; PostgreSQL later).
-        .target(name: "Store"),
+        .target(name: "Store", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
         // HS256 for the apps' user JWTs: OpenSSL's HMAC and CRYPTO_memcmp (libcrypto is linked already).
         .target(
             name: "CServiceCrypto",
@@ -107,5 +108,6 @@ let package = Package(
         .testTarget(name: "BenchTests", dependencies: ["TestSupport"]),
         // apns-server as a subprocess: real HTTP, real mock over TLS, a real SQLite file.
         .testTarget(name: "ServerTests", dependencies: ["APNsMock", "Store", "TestSupport"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "TestSupport"]),
     ]
 )

@@ -112,8 +112,7 @@ public enum APNsServer {
     }
 
     static func openStore(_ config: ServerConfig) async throws -> any DeliveryStore {
-        // TEMPORARY until SQLiteStore lands from the store branch.
-        MemoryStore()
+        try SQLiteStore(path: config.databasePath)
     }
 
     static func fail(_ message: String) -> Int32 {
