@@ -102,8 +102,17 @@ final class OutboxWorker: Service, Sendable {
         let sink = OutcomeSink(worker: worker, store: store, metrics: metrics, logger: logger, held: held,
                                config: config.worker, shuttingDown: { [self] in isStopping })
         var groups: [ObjectIdentifier: (APNsClient, [Message<ClaimedDelivery>])] = [:]
+        let active = await activeDevices(of: batch)
         for claimed in batch {
             let type = notificationType(claimed)
+            // Deactivated (410, logout, moved to another user) since it was enqueued:
+            // never sent. The store's claim does not filter these, so the worker does.
+            if let active, !active.contains(claimed.delivery.deviceID) {
+                await sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
+                    deliveryID: claimed.id, delivered: false, status: 0, reason: "Inactive", timestamp: Clock.nowMillis,
+                    attempts: claimed.attempts)))
+                continue
+            }
             guard let app = config.app(claimed.appType), let client = clients.byApp[claimed.appType] else {
                 await sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
                     deliveryID: claimed.id, delivered: false, status: 0, reason: "UnknownApp", timestamp: Clock.nowMillis,
@@ -142,6 +151,36 @@ final class OutboxWorker: Service, Sendable {
         }
         await sink.flush()
         if await sink.retried { wakeup.wake() }
+    }
+
+    /// The active device ids of the batch's users (nil when the store cannot say:
+    /// then the batch is sent as claimed rather than held up).
+    func activeDevices(of batch: [ClaimedDelivery]) async -> Set<Int64>? {
+        let users = Array(Set(batch.map(\.delivery.userID)))
+        do {
+            return try await withThrowingTaskGroup(of: [Int64].self) { group in
+                var next = 0
+                var active = Set<Int64>()
+                // A few reads at once: the pool's readers run them side by side.
+                for _ in 0..<min(8, users.count) {
+                    let user = users[next]
+                    next += 1
+                    group.addTask { try await self.store.devices(userID: user).map(\.id) }
+                }
+                while let ids = try await group.next() {
+                    active.formUnion(ids)
+                    if next < users.count {
+                        let user = users[next]
+                        next += 1
+                        group.addTask { try await self.store.devices(userID: user).map(\.id) }
+                    }
+                }
+                return active
+            }
+        } catch {
+            logger.warning("cannot read device states", metadata: ["error": "\(error)"])
+            return nil
+        }
     }
 
     /// What to do with one final answer from the engine.
