@@ -130,17 +130,18 @@ extension ServerConfig {
 
         // A value from the environment wins; its relative paths are the shell's.
         func string(_ key: String, required: Bool) throws(ConfigError) -> String? {
-            if let v = overrides[key] { return v }
+            if let v = overrides[key] { _ = reader.take(key); return v }
             return try reader.string(key, required: required)
         }
         func filePath(_ key: String) throws(ConfigError) -> String {
-            if let v = overrides[key] { return resolve(v, against: cwd) }
+            if let v = overrides[key] { _ = reader.take(key); return resolve(v, against: cwd) }
             return resolve(try reader.string(key, required: true)!, against: base)
         }
         func int(_ key: String, _ sub: inout Reader?, _ subKey: String, default value: Int, range: ClosedRange<Int>)
             throws(ConfigError) -> Int
         {
             if let v = overrides[key] {
+                _ = sub?.take(subKey)
                 guard let n = Int(v), range.contains(n) else {
                     throw ConfigError("\(key) from the environment must be an integer in \(range.lowerBound)...\(range.upperBound), not '\(v)'")
                 }
@@ -159,6 +160,7 @@ extension ServerConfig {
 
         var topLevel: Reader? = reader
         let maxBody = try int("max_body_bytes", &topLevel, "max_body_bytes", default: 65536, range: 1024...16_777_216)
+        reader.used.formUnion(topLevel!.used)
         let idle = try reader.int("idle_timeout_seconds", default: 30, range: 1...3600)
         let logLevel = try string("log_level", required: false) ?? "info"
         guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(logLevel) else {
