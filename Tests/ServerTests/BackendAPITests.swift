@@ -73,7 +73,7 @@ import TestSupport
             #expect(d["finished_at"] is String)
             let one = await server.backend("GET", "/v1/deliveries?apns_id=\(apnsID)")
             #expect(one.status == 200)
-            #expect(one.body.hasPrefix(#"{"user_id":""#))
+            #expect(one.body.hasPrefix(#"{"notification_id":"\#(id)","user_id":""#))
             #expect(one.json["token"] as? String == token)
         }
         let keys = #"{"user_id":"u1","token":"\#(t[0])","environment":"production","state":"delivered","apns_id":""#
@@ -151,5 +151,22 @@ import TestSupport
         // The same request, well-formed, is accepted.
         let ok = await server.backend("POST", "/v1/notifications", #"{"type":"x","app_type":"staff","user_ids":["u1"],\#(alert)}"#)
         #expect(ok.status == 202)
+    }
+
+    @Test func bulkRegistration() async throws {
+        let server = ServerProcess(sandbox: nil, production: nil)
+        try await server.start()
+        defer { Task { await server.stop() } }
+        let t = Harness.tokens(3, seed: 14)
+        let ok = await server.backend("POST", "/v1/device-tokens",
+            #"{"devices":[{"user_id":"b1","company_id":"c9","deviceToken":"\#(t[0])","platform":"ios","appType":"staff"},{"user_id":"b2","deviceToken":"\#(t[1])","platform":"ios","appType":"customer","environment":"sandbox"}]}"#)
+        #expect(ok.body == #"{"success":true,"registered":2}"#)
+        let bad = await server.backend("POST", "/v1/device-tokens",
+            #"{"devices":[{"user_id":"b3","deviceToken":"\#(t[2])","platform":"ios","appType":"staff"},{"user_id":"b4","deviceToken":"xyz","platform":"ios","appType":"staff"}]}"#)
+        #expect(bad.status == 400)
+        #expect(bad.body.contains("devices[1]"))
+        #expect(await WorkerTests.tokenCount(server, user: "b1") == 1)
+        #expect(await WorkerTests.tokenCount(server, user: "b3") == 0, "one bad entry: nothing stored")
+        #expect(await server.request("POST", "/v1/device-tokens", body: "{}", bearer: nil).status == 401)
     }
 }

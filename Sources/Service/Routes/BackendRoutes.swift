@@ -14,6 +14,7 @@ struct BackendRoutes: Sendable {
     func register(on router: Router<ServiceContext>) {
         let group = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth))
         group.post("users/:user_id/device-tokens", use: registerDevice)
+        group.post("device-tokens", use: registerDevices)
         group.post("notifications", use: notify)
         group.get("notifications/:id", use: notification)
         group.get("deliveries", use: delivery)
@@ -34,6 +35,34 @@ struct BackendRoutes: Sendable {
         let device = try Registration.parse(json, userID: userID, companyID: companyID, config: config)
         try await store.register(device, now: Clock.nowMillis)
         return JSONResponse.success(message: "Device token registered successfully")
+    }
+
+    /// Many users' tokens in one request (seeding, migrations from an old backend):
+    /// `{"devices":[{"user_id","company_id"?, …the registration body}]}`, at most
+    /// 1000. All are checked first: one bad entry is a 400 and nothing is stored.
+    @Sendable func registerDevices(_ request: Request, context: ServiceContext) async throws -> Response {
+        guard case .array(let items)? = try await body.object(request)["devices"], items.count <= 1000 else {
+            throw APIError.badRequest("devices must be a list of at most 1000 registrations")
+        }
+        var devices: [DeviceRegistration] = []
+        devices.reserveCapacity(items.count)
+        for (i, item) in items.enumerated() {
+            guard let userID = item["user_id"]?.stringValue, Registration.isIdentifier(userID) else {
+                throw APIError.badRequest("devices[\(i)].user_id must be 1 to 256 characters")
+            }
+            let companyID = item["company_id"]?.stringValue
+            if let companyID, !Registration.isIdentifier(companyID) {
+                throw APIError.badRequest("devices[\(i)].company_id must be 1 to 256 characters")
+            }
+            do {
+                devices.append(try Registration.parse(item, userID: userID, companyID: companyID, config: config))
+            } catch {
+                throw APIError.badRequest("devices[\(i)]: \(error.message)")
+            }
+        }
+        let now = Clock.nowMillis
+        for device in devices { try await store.register(device, now: now) }
+        return JSONResponse.ok(.object([("success", .bool(true)), ("registered", .int(devices.count))]))
     }
 
     @Sendable func notify(_ request: Request, context: ServiceContext) async throws -> Response {
@@ -72,7 +101,8 @@ struct BackendRoutes: Sendable {
         guard let view = try await store.delivery(apnsID: String(apnsID).lowercased()) else {
             throw APIError.notFound("delivery not found")
         }
-        return JSONResponse.ok(BackendRoutes.json(view))
+        guard case .object(let members) = BackendRoutes.json(view) else { return JSONResponse.ok(BackendRoutes.json(view)) }
+        return JSONResponse.ok(.object([("notification_id", .string(view.notificationID))] + members))
     }
 
     static func json(_ d: DeliveryView) -> JSON {
