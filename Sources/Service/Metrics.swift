@@ -13,11 +13,12 @@ final class ServiceMetrics: Sendable {
     init(registry: PrometheusCollectorRegistry, config: ServerConfig) {
         self.registry = registry
         latency = registry.makeDurationHistogram(
-            name: "apns_server_delivery_latency_seconds",
+            descriptor: .init(namespace: "apns_server", metricName: "delivery_latency", unitName: "seconds",
+                              helpText: "From sending a delivery to APNs' final answer (engine retries included)"),
             buckets: [.milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
-                      .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)],
-            help: "From sending a delivery to APNs' final answer (engine retries included)")
-        outboxDepth = registry.makeGauge(name: "apns_server_outbox_depth", help: "Deliveries pending in the outbox")
+                      .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)])
+        outboxDepth = registry.makeGauge(descriptor: .init(namespace: "apns_server", metricName: "outbox_depth", unitName: "",
+                                                           helpText: "Deliveries pending in the outbox"))
         known = Dictionary(uniqueKeysWithValues: config.apps.map { ($0.appType, Set($0.preferenceByType.map(\.type))) })
     }
 
@@ -25,23 +26,26 @@ final class ServiceMetrics: Sendable {
     /// the backend's strings must not grow the label set without bound.
     func finished(app: String, type: String, delivered: Bool, reason: String?) {
         let typeLabel = known[app]?.contains(type) == true ? type : "other"
-        registry.makeCounter(
-            name: "apns_server_deliveries_total",
-            labels: [("app", app), ("type", typeLabel), ("result", delivered ? "delivered" : "failed"),
-                     ("reason", delivered ? "Success" : (reason ?? "Unknown"))],
-            help: "Deliveries that reached a final state").increment()
+        counter("apns_server_deliveries_total", "Deliveries that reached a final state",
+                [("app", app), ("type", typeLabel), ("result", delivered ? "delivered" : "failed"),
+                 ("reason", delivered ? "Success" : (reason ?? "Unknown"))]).increment()
     }
 
     /// A delivery given back to the outbox for a later attempt (no answer, or APNs busy).
     func released(app: String, reason: String) {
-        registry.makeCounter(name: "apns_server_deliveries_released_total", labels: [("app", app), ("reason", reason)],
-                             help: "Deliveries put back in the outbox without a final answer").increment()
+        counter("apns_server_deliveries_released_total", "Deliveries put back in the outbox without a final answer",
+                [("app", app), ("reason", reason)]).increment()
     }
 
     func notification(app: String, deliveries: Int) {
-        registry.makeCounter(name: "apns_server_notifications_total", labels: [("app", app)],
-                             help: "Notifications accepted").increment()
-        registry.makeCounter(name: "apns_server_deliveries_enqueued_total", labels: [("app", app)],
-                             help: "Deliveries written to the outbox").increment(by: Int64(deliveries))
+        counter("apns_server_notifications_total", "Notifications accepted", [("app", app)]).increment()
+        counter("apns_server_deliveries_enqueued_total", "Deliveries written to the outbox", [("app", app)])
+            .increment(by: Int64(deliveries))
+    }
+
+    /// The registry keeps one counter per name and labels; this finds or makes it.
+    private func counter(_ name: String, _ help: String, _ labels: [(String, String)]) -> Prometheus.Counter {
+        // Names here end in _total already: the unit component stays empty.
+        registry.makeCounter(descriptor: .init(metricName: name, unitName: "", helpText: help), labels: labels)
     }
 }

@@ -153,34 +153,24 @@ final class OutboxWorker: Service, Sendable {
         if await sink.retried { wakeup.wake() }
     }
 
-    /// The active device ids of the batch's users (nil when the store cannot say:
-    /// then the batch is sent as claimed rather than held up).
+    /// The active iOS device ids of the batch's users for their apps, in one read
+    /// per app (the fan-out's own query: `recipients` of those users); nil when the
+    /// store cannot say, and then the batch is sent as claimed rather than held up.
     func activeDevices(of batch: [ClaimedDelivery]) async -> Set<Int64>? {
-        let users = Array(Set(batch.map(\.delivery.userID)))
+        var usersByApp: [String: Set<String>] = [:]
+        for claimed in batch { usersByApp[claimed.appType, default: []].insert(claimed.delivery.userID) }
+        var active = Set<Int64>()
         do {
-            return try await withThrowingTaskGroup(of: [Int64].self) { group in
-                var next = 0
-                var active = Set<Int64>()
-                // A few reads at once: the pool's readers run them side by side.
-                for _ in 0..<min(8, users.count) {
-                    let user = users[next]
-                    next += 1
-                    group.addTask { try await self.store.devices(userID: user).map(\.id) }
+            for (app, users) in usersByApp {
+                for recipient in try await store.recipients(appType: app, audience: .users(Array(users))) {
+                    for device in recipient.devices { active.insert(device.id) }
                 }
-                while let ids = try await group.next() {
-                    active.formUnion(ids)
-                    if next < users.count {
-                        let user = users[next]
-                        next += 1
-                        group.addTask { try await self.store.devices(userID: user).map(\.id) }
-                    }
-                }
-                return active
             }
         } catch {
             logger.warning("cannot read device states", metadata: ["error": "\(error)"])
             return nil
         }
+        return active
     }
 
     /// What to do with one final answer from the engine.

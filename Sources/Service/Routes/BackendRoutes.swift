@@ -73,9 +73,24 @@ struct BackendRoutes: Sendable {
     }
 
     @Sendable func notification(_ request: Request, context: ServiceContext) async throws -> Response {
-        guard let id = context.parameters.get("id"), let view = try await store.notification(id: id) else {
-            throw APIError.notFound("notification not found")
+        let id = context.parameters.get("id") ?? ""
+        let body = try await BackendRoutes.notificationJSON(store, id: id)
+        guard let body else { throw APIError.notFound("notification not found") }
+        return JSONResponse.ok(body)
+    }
+
+    static func notificationJSON(_ store: any DeliveryStore, id: String) async throws -> JSON? {
+        do {
+            guard let view = try await store.notification(id: id) else { return nil }
+            return json(view)
+        } catch {
+            throw error
         }
+    }
+
+    // Built outside the async handler: Swift 6.3's optimizer crashed splitting the
+    // handler's coroutine with this literal inside it (release builds only).
+    static func json(_ view: NotificationView) -> JSON {
         var pending = 0, delivered = 0, failed = 0
         for d in view.deliveries {
             switch d.state {
@@ -84,14 +99,14 @@ struct BackendRoutes: Sendable {
             default: pending += 1
             }
         }
-        return JSONResponse.ok(.object([
+        return .object([
             ("notification_id", .string(view.id)),
             ("type", .string(view.type)),
             ("entity_id", view.entityID.map(JSON.string) ?? .null),
             ("created_at", Clock.json(view.createdAt)),
             ("summary", .object([("pending", .int(pending)), ("delivered", .int(delivered)), ("failed", .int(failed))])),
             ("deliveries", .array(view.deliveries.map(BackendRoutes.json))),
-        ]))
+        ])
     }
 
     @Sendable func delivery(_ request: Request, context: ServiceContext) async throws -> Response {
