@@ -15,8 +15,12 @@ extension SQLiteStore {
         try await write("execute") { db in try db.execute(sql: sql) }
     }
 
-    /// Holds the write lock (an IMMEDIATE transaction) for `milliseconds`.
-    func holdWriteLock(milliseconds: Int) async throws(StoreError) {
-        try await write("hold the write lock") { _ in usleep(useconds_t(milliseconds) * 1000) }
+    /// Holds the write lock (an IMMEDIATE transaction) for `milliseconds`, calling
+    /// `held` once it has it.
+    func holdWriteLock(milliseconds: Int, held: @escaping @Sendable () -> Void) async throws(StoreError) {
+        try await write("hold the write lock") { _ in
+            held()
+            usleep(useconds_t(milliseconds) * 1000)
+        }
     }
 }
