@@ -10,6 +10,11 @@ extension SQLiteStore {
         try await read("inspect") { db in try Int64.fetchOne(db, sql: sql) }
     }
 
+    /// The same, on the writer connection (the one whose settings decide durability).
+    func writerScalar(_ sql: String) async throws(StoreError) -> Int64? {
+        try await write("inspect") { db in try Int64.fetchOne(db, sql: sql) }
+    }
+
     /// Runs statements in one write transaction.
     func execute(_ sql: String) async throws(StoreError) {
         try await write("execute") { db in try db.execute(sql: sql) }

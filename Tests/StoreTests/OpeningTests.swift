@@ -19,6 +19,16 @@ import TestSupport
         #expect(SQLiteStore.filePath("var/apns.db") == "var/apns.db")
     }
 
+    @Test func commitsAreInTheWALBeforeTheyReturnAndFsyncedOnlyWhenAsked() async throws {
+        let scratch = Scratch()
+        defer { withExtendedLifetime(scratch) {} }
+        let normal = try await makeStore(scratch, "normal.db")
+        #expect(try await normal.writerScalar("PRAGMA synchronous") == 1)  // NORMAL
+        let full = try SQLiteStore(path: scratch.path("full.db"), durability: .powerLoss)
+        #expect(try await full.writerScalar("PRAGMA synchronous") == 2)  // FULL
+        #expect(try await normal.writerScalar("PRAGMA busy_timeout") == 5_000)
+    }
+
     @Test func aBadPathIsOneClearLine() async throws {
         let scratch = Scratch()
         defer { withExtendedLifetime(scratch) {} }
