@@ -105,6 +105,8 @@ extension SQLiteStore {
         }
     }
 
+    /// Counts the ended claim in `attempts` (see `ClaimedDelivery.attempts`); a retry
+    /// from a worker that no longer holds the delivery is ignored.
     public func retry(worker: String, deliveryID: Int64, environment: String, now: Int64) async throws(StoreError) {
         try await write("retry delivery \(deliveryID)") { db in
             // Back in line at its old place (available_at is kept), free for any worker.

@@ -91,7 +91,8 @@ extension SQLiteStore {
         try await read("find recipients") { db in
             // Who: named users in the order given (each once, device or not, so the
             // service can count "no_devices"), or everyone with an active token of the
-            // app in the company.
+            // app in the company, ordered by user id (an Android-only user is one of
+            // them, with no iOS device: "no_devices" too).
             let users: [String]
             let devicesInCompany: String?
             switch audience {
