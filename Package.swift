@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "apns-send", targets: ["apns-send"]),
         .executable(name: "apns-mock", targets: ["apns-mock"]),
         .executable(name: "apns-bench", targets: ["apns-bench"]),
+        .executable(name: "apns-server", targets: ["apns-server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -19,6 +20,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // apns-server: HTTP API, YAML config, Prometheus text.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // The sender's hot path: ES256 provider tokens (OpenSSL) and HTTP/2 transports.
@@ -50,7 +56,28 @@ let package = Package(
         ),
         .target(name: "APNsMock", dependencies: ["CAPNsMock"]),
         // apns-server's memory: registry, preferences, outbox, delivery log (SQLite; PostgreSQL later).
-        .target(name: "Store"),
+        .target(name: "Store", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        // HS256 for the apps' user JWTs: OpenSSL's HMAC and CRYPTO_memcmp (libcrypto is linked already).
+        .target(
+            name: "CServiceCrypto",
+            cSettings: [.unsafeFlags(["-O2", "-Wall", "-Wextra"])],
+            linkerSettings: [.linkedLibrary("crypto")]
+        ),
+        // apns-server's policy: config, auth, routes, fan-out, the outbox worker, metrics.
+        .target(
+            name: "Service",
+            dependencies: [
+                "APNs", "Store", "CServiceCrypto",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(name: "apns-server", dependencies: ["Service"]),
         .executableTarget(
             name: "apns-send",
             dependencies: ["APNs", .product(name: "ArgumentParser", package: "swift-argument-parser")]
@@ -79,5 +106,8 @@ let package = Package(
         // apns-send's own parts (token memory, resumed records), tested in-process.
         .testTarget(name: "SendToolTests", dependencies: ["apns-send", "APNs", "TestSupport"]),
         .testTarget(name: "BenchTests", dependencies: ["TestSupport"]),
+        // apns-server as a subprocess: real HTTP, real mock over TLS, a real SQLite file.
+        .testTarget(name: "ServerTests", dependencies: ["APNsMock", "Store", "TestSupport"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "TestSupport"]),
     ]
 )

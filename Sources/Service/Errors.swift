@@ -1,0 +1,46 @@
+import Hummingbird
+
+/// An answer other than success, in the seed's shape: `{"success":false,"error":"…"}`.
+struct APIError: Error, Sendable {
+    let status: HTTPResponse.Status
+    let message: String
+
+    static func badRequest(_ message: String) -> APIError { APIError(status: .badRequest, message: message) }
+    static func unauthorized(_ message: String) -> APIError { APIError(status: .unauthorized, message: message) }
+    static func notFound(_ message: String) -> APIError { APIError(status: .notFound, message: message) }
+    static func tooLarge(_ limit: Int) -> APIError {
+        APIError(status: .contentTooLarge, message: "request body is larger than \(limit) bytes")
+    }
+
+    var response: Response {
+        JSONResponse.make(status, .object([("success", .bool(false)), ("error", .string(message))]))
+    }
+}
+
+/// Every error becomes the seed's error shape, Hummingbird's own ones too (an
+/// unknown route is a 404 with `{"success":false,…}`, not a bare status), and an
+/// unexpected one is a 500 that says nothing of its cause to the caller.
+struct ErrorMiddleware: RouterMiddleware {
+    typealias Context = ServiceContext
+
+    func handle(_ request: Request, context: Context,
+                next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            return error.response
+        } catch let error as any HTTPResponseError {
+            let message: String = switch error.status {
+            case .notFound: "not found"
+            case .methodNotAllowed: "method not allowed"
+            case .contentTooLarge: "request body is too large"
+            case .unauthorized: "unauthorized"
+            default: error.status.reasonPhrase.lowercased()
+            }
+            return APIError(status: error.status.code >= 500 ? .internalServerError : error.status, message: message).response
+        } catch {
+            context.logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            return APIError(status: .internalServerError, message: "internal error").response
+        }
+    }
+}

@@ -1,0 +1,281 @@
+import APNs
+import Foundation
+import Store
+
+/// `POST /v1/notifications`: who gets what. A request is checked whole before
+/// anything is stored (a 400 leaves no trace), then every targeted user's active
+/// iOS tokens of the app whose preferences allow the type get one delivery each,
+/// with its apns-id chosen now, and all of it is committed in one transaction.
+struct FanOut: Sendable {
+    let config: ServerConfig
+    let store: any DeliveryStore
+    let metrics: ServiceMetrics
+
+    /// A checked request.
+    struct Request: Sendable {
+        var type: String
+        var entityType: String?
+        var entityID: String?
+        var app: AppConfig
+        var audience: Audience
+        var alert: JSON?
+        var badge: Badge
+        var sound: JSON?
+        var mutableContent: Bool
+        var threadID: String?
+        var data: [(String, JSON)]
+        var collapseID: String?
+        var priority: Int?
+        var expiration: Int64?
+
+        enum Badge: Sendable {
+            case none
+            case all(Int)
+            case perUser([String: Int])
+        }
+    }
+
+    struct Result: Sendable {
+        let notificationID: String
+        let deliveries: Int
+        let skippedPreferences: Int
+        let skippedNoDevices: Int
+
+        var json: JSON {
+            .object([
+                ("notification_id", .string(notificationID)),
+                ("deliveries", .int(deliveries)),
+                ("skipped", .object([("preferences", .int(skippedPreferences)), ("no_devices", .int(skippedNoDevices))])),
+            ])
+        }
+    }
+
+    static let reservedKeys: Set = ["aps", "type", "entity_type", "entity_id"]
+    static let maxUsers = 10_000
+
+    func parse(_ body: JSON) throws(APIError) -> Request {
+        guard let type = body["type"]?.stringValue, Registration.isIdentifier(type), type.utf8.count <= 64 else {
+            throw .badRequest("type is required (a string of 1 to 64 characters)")
+        }
+        guard let appType = body["app_type"]?.stringValue else { throw .badRequest("app_type is required") }
+        guard let app = config.app(appType) else { throw .badRequest("unknown app_type '\(appType)'") }
+        let entityType = try optionalString(body, "entity_type")
+        let entityID = try optionalString(body, "entity_id")
+
+        let userIDs = body["user_ids"].flatMap { $0.isNull ? nil : $0 }
+        let companyID = body["company_id"].flatMap { $0.isNull ? nil : $0 }
+        let audience: Audience
+        switch (userIDs, companyID) {
+        case (nil, nil): throw .badRequest("one of user_ids or company_id is required")
+        case (.some, .some): throw .badRequest("give user_ids or company_id, not both")
+        case (let ids?, nil):
+            guard case .array(let items) = ids, !items.isEmpty, items.count <= FanOut.maxUsers else {
+                throw .badRequest("user_ids must be a non-empty list of at most \(FanOut.maxUsers) user ids")
+            }
+            var seen = Set<String>(), ordered: [String] = []
+            for item in items {
+                guard let id = item.stringValue, Registration.isIdentifier(id) else {
+                    throw .badRequest("user_ids must hold strings (1 to 256 characters)")
+                }
+                if seen.insert(id).inserted { ordered.append(id) }
+            }
+            audience = .users(ordered)
+        case (nil, let company?):
+            guard let id = company.stringValue, Registration.isIdentifier(id) else {
+                throw .badRequest("company_id must be a string (1 to 256 characters)")
+            }
+            audience = .company(id)
+        }
+
+        var alert: JSON?
+        if let a = body["alert"], !a.isNull {
+            switch a {
+            case .string: alert = a
+            case .object(let members):
+                for (key, value) in members {
+                    guard case .string = value else {
+                        if key.hasSuffix("-args"), case .array = value { continue }
+                        throw .badRequest("alert.\(key) must be a string")
+                    }
+                }
+                alert = a
+            default: throw .badRequest("alert must be an object ({\"title\",\"body\"}) or a string")
+            }
+        }
+
+        var badge = Request.Badge.none
+        if let b = body["badge"], !b.isNull {
+            switch b {
+            case .number:
+                guard let n = b.intValue, n >= 0 else { throw .badRequest("badge must be an integer 0 or more") }
+                badge = .all(n)
+            case .object(let members):
+                var map: [String: Int] = [:]
+                for (user, value) in members {
+                    guard let n = value.intValue, n >= 0 else {
+                        throw .badRequest("badge.\(user) must be an integer 0 or more")
+                    }
+                    map[user] = n
+                }
+                badge = .perUser(map)
+            default: throw .badRequest("badge must be an integer, or an object of user id to integer")
+            }
+        }
+
+        var sound: JSON?
+        if let s = body["sound"], !s.isNull {
+            switch s {
+            case .string, .object: sound = s
+            default: throw .badRequest("sound must be a string (or a critical-sound object)")
+            }
+        }
+        var mutable = false
+        if let m = body["mutable_content"], !m.isNull {
+            guard let flag = m.boolValue else { throw .badRequest("mutable_content must be true or false") }
+            mutable = flag
+        }
+        let threadID = try optionalString(body, "thread_id")
+
+        var data: [(String, JSON)] = []
+        if let d = body["data"], !d.isNull {
+            guard case .object(let members) = d else { throw .badRequest("data must be a JSON object") }
+            for (key, _) in members where FanOut.reservedKeys.contains(key) {
+                throw .badRequest("data.\(key) is reserved (the service writes it)")
+            }
+            data = members
+        }
+        guard alert != nil || badge.isSet || sound != nil || mutable || !data.isEmpty else {
+            throw .badRequest("nothing to send: give alert, badge, sound or data")
+        }
+
+        var priority: Int?
+        if let p = body["priority"], !p.isNull {
+            guard let n = p.intValue, [10, 5, 1].contains(n) else { throw .badRequest("priority must be 10, 5 or 1") }
+            priority = n
+        }
+        var expiration: Int64?
+        if let e = body["expiration"], !e.isNull {
+            guard let n = e.intValue, n >= 0 else { throw .badRequest("expiration must be a UNIX time in seconds, 0 or more") }
+            expiration = Int64(n)
+        }
+        let collapseID = try optionalString(body, "collapse_id", controlCharacters: false)
+
+        var request = Request(type: type, entityType: entityType, entityID: entityID, app: app, audience: audience,
+                              alert: alert, badge: badge, sound: sound, mutableContent: mutable, threadID: threadID,
+                              data: data, collapseID: collapseID, priority: priority, expiration: expiration)
+        // The largest payload this request can make must fit, and the engine must
+        // accept the headers: checked now, so a 400 stores nothing.
+        try request.checkSendable()
+        request.data = data
+        return request
+    }
+
+    private func optionalString(_ body: JSON, _ key: String, controlCharacters: Bool = true) throws(APIError) -> String? {
+        guard let value = body[key], !value.isNull else { return nil }
+        guard let s = value.stringValue, s.utf8.count <= 1024 else {
+            throw .badRequest("\(key) must be a string of at most 1024 bytes")
+        }
+        if !controlCharacters, !s.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7f }) {
+            throw .badRequest("\(key) has a control character")
+        }
+        return s
+    }
+
+    /// Fans out and commits. Returns only once every delivery is in the outbox.
+    func run(_ request: Request) async throws -> Result {
+        let recipients = try await store.recipients(appType: request.app.appType, audience: request.audience)
+        var byUser: [String: Recipient] = [:]
+        for r in recipients { byUser[r.userID] = r }
+        let users: [String] = switch request.audience {
+        case .users(let ids): ids
+        case .company: recipients.map(\.userID)
+        }
+
+        var deliveries: [NewDelivery] = []
+        var skippedPreferences = 0, skippedNoDevices = 0
+        var payloadByBadge: [Int?: [UInt8]] = [:]
+        for userID in users {
+            // No device first: such a user could not be reached whatever they chose.
+            guard let recipient = byUser[userID], !recipient.devices.isEmpty else {
+                skippedNoDevices += 1
+                continue
+            }
+            guard request.app.allows(request.type, preferences: recipient.preferences) else {
+                skippedPreferences += 1
+                continue
+            }
+            let badge = request.badge(for: userID)
+            let payload: [UInt8]
+            if let cached = payloadByBadge[badge] {
+                payload = cached
+            } else {
+                payload = request.payload(badge: badge)
+                payloadByBadge[badge] = payload
+            }
+            for device in recipient.devices {
+                deliveries.append(NewDelivery(
+                    userID: userID, deviceID: device.id, token: device.token, environment: device.environment,
+                    apnsID: UUID().uuidString.lowercased(), payload: payload, pushType: "alert",
+                    priority: request.priority, collapseID: request.collapseID, expiration: request.expiration))
+            }
+        }
+        let notification = NewNotification(id: UUID().uuidString.lowercased(), type: request.type,
+                                           entityType: request.entityType, entityID: request.entityID,
+                                           appType: request.app.appType)
+        try await store.enqueue(notification, deliveries, now: Clock.nowMillis)
+        metrics.notification(app: request.app.appType, deliveries: deliveries.count)
+        return Result(notificationID: notification.id, deliveries: deliveries.count,
+                      skippedPreferences: skippedPreferences, skippedNoDevices: skippedNoDevices)
+    }
+}
+
+extension FanOut.Request.Badge {
+    var isSet: Bool { if case .none = self { false } else { true } }
+}
+
+extension FanOut.Request {
+    func badge(for userID: String) -> Int? {
+        switch badge {
+        case .none: nil
+        case .all(let n): n
+        case .perUser(let map): map[userID]
+        }
+    }
+
+    /// `{"aps":{"alert":…,"badge":…,"sound":…},"type":…,"entity_type":…,"entity_id":…, …data}`
+    func payload(badge: Int?) -> [UInt8] {
+        var aps: [(String, JSON)] = []
+        if let alert { aps.append(("alert", alert)) }
+        if let badge { aps.append(("badge", .int(badge))) }
+        if let sound { aps.append(("sound", sound)) }
+        if let threadID { aps.append(("thread-id", .string(threadID))) }
+        if mutableContent { aps.append(("mutable-content", .int(1))) }
+        var object: [(String, JSON)] = [("aps", .object(aps)), ("type", .string(type))]
+        if let entityType { object.append(("entity_type", .string(entityType))) }
+        if let entityID { object.append(("entity_id", .string(entityID))) }
+        object.append(contentsOf: data)
+        return JSON.object(object).bytes
+    }
+
+    /// Every payload variant within APNs' limit, and headers the engine takes.
+    func checkSendable() throws(APIError) {
+        var badges: [Int?] = [nil]
+        switch badge {
+        case .none: break
+        case .all(let n): badges = [n]
+        case .perUser(let map): badges = [nil] + (map.values.max().map { [$0] } ?? [])
+        }
+        for b in badges {
+            let bytes = payload(badge: b)
+            do {
+                _ = try APNs.Notification(topic: app.topic, pushType: .alert, priority: priority.flatMap(Priority.init(rawValue:)),
+                                     expiration: expiration.map { .at(unixSeconds: $0) }, collapseID: collapseID,
+                                     payload: Payload(json: bytes))
+            } catch let error as APNs.Notification.Error {
+                throw .badRequest(error.description)
+            } catch {
+                throw .badRequest("\(error)")
+            }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import CoreMetrics
+import Prometheus
+
+/// What `GET /metrics` shows (Prometheus text): deliveries by app, type and
+/// reason, the APNs latency, the outbox depth, and, through swift-metrics, the
+/// engine's own counters (apns_*).
+final class ServiceMetrics: Sendable {
+    let registry: PrometheusCollectorRegistry
+    let latency: DurationHistogram
+    let outboxDepth: Prometheus.Gauge
+    let known: [String: Set<String>]
+
+    init(registry: PrometheusCollectorRegistry, config: ServerConfig) {
+        self.registry = registry
+        latency = registry.makeDurationHistogram(
+            descriptor: .init(namespace: "apns_server", metricName: "delivery_latency", unitName: "seconds",
+                              helpText: "From sending a delivery to APNs' final answer (engine retries included)"),
+            buckets: [.milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+                      .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)])
+        outboxDepth = registry.makeGauge(descriptor: .init(namespace: "apns_server", metricName: "outbox_depth", unitName: "",
+                                                           helpText: "Deliveries pending in the outbox"))
+        known = Dictionary(uniqueKeysWithValues: config.apps.map { ($0.appType, Set($0.preferenceByType.map(\.type))) })
+    }
+
+    /// A final outcome. A type the app's config does not list is counted as "other":
+    /// the backend's strings must not grow the label set without bound.
+    func finished(app: String, type: String, delivered: Bool, reason: String?) {
+        let typeLabel = known[app]?.contains(type) == true ? type : "other"
+        counter("apns_server_deliveries_total", "Deliveries that reached a final state",
+                [("app", app), ("type", typeLabel), ("result", delivered ? "delivered" : "failed"),
+                 ("reason", delivered ? "Success" : (reason ?? "Unknown"))]).increment()
+    }
+
+    /// A delivery given back to the outbox for a later attempt (no answer, or APNs busy).
+    func released(app: String, reason: String) {
+        counter("apns_server_deliveries_released_total", "Deliveries put back in the outbox without a final answer",
+                [("app", app), ("reason", reason)]).increment()
+    }
+
+    func notification(app: String, deliveries: Int) {
+        counter("apns_server_notifications_total", "Notifications accepted", [("app", app)]).increment()
+        counter("apns_server_deliveries_enqueued_total", "Deliveries written to the outbox", [("app", app)])
+            .increment(by: Int64(deliveries))
+    }
+
+    /// The registry keeps one counter per name and labels; this finds or makes it.
+    private func counter(_ name: String, _ help: String, _ labels: [(String, String)]) -> Prometheus.Counter {
+        // Names here end in _total already: the unit component stays empty.
+        registry.makeCounter(descriptor: .init(metricName: name, unitName: "", helpText: help), labels: labels)
+    }
+}

@@ -1,0 +1,62 @@
+import Store
+
+/// The body both `POST /api/user/device-token` and `POST /v1/users/{id}/device-tokens`
+/// take (the seed's field names), checked before anything is stored.
+enum Registration {
+    static func parse(_ body: JSON, userID: String, companyID: String?, config: ServerConfig)
+        throws(APIError) -> DeviceRegistration
+    {
+        guard let raw = body["deviceToken"] else { throw .badRequest("deviceToken is required") }
+        guard let token = raw.stringValue, let normalized = normalizeToken(token) else {
+            throw .badRequest("deviceToken must be 64 to 200 hex digits (an even count)")
+        }
+        guard let platform = body["platform"]?.stringValue, platform == "ios" || platform == "android" else {
+            throw .badRequest("platform must be \"ios\" or \"android\"")
+        }
+        guard let appType = body["appType"]?.stringValue else { throw .badRequest("appType is required") }
+        guard config.app(appType) != nil else {
+            throw .badRequest("unknown appType; configured: \(config.apps.map(\.appType).joined(separator: ", "))")
+        }
+        var environment = "production"
+        if let env = body["environment"], !env.isNull {
+            guard let e = env.stringValue, e == "sandbox" || e == "production" else {
+                throw .badRequest("environment must be \"sandbox\" or \"production\"")
+            }
+            environment = e
+        }
+        return DeviceRegistration(
+            userID: userID, companyID: companyID, token: normalized, platform: platform, appType: appType,
+            deviceName: try optionalText(body, "deviceName"), osVersion: try optionalText(body, "osVersion"),
+            appVersion: try optionalText(body, "appVersion"), environment: environment)
+    }
+
+    /// Lower-case hex, 64 to 200 digits, an even count; nil otherwise.
+    static func normalizeToken(_ token: String) -> String? {
+        let utf8 = token.utf8
+        guard (64...200).contains(utf8.count), utf8.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(utf8.count)
+        for c in utf8 {
+            switch c {
+            case 0x30...0x39, 0x61...0x66: out.append(c)
+            case 0x41...0x46: out.append(c + 32)
+            default: return nil
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// An optional free-text field: a string of at most 256 bytes, or absent/null.
+    static func optionalText(_ body: JSON, _ key: String) throws(APIError) -> String? {
+        guard let value = body[key], !value.isNull else { return nil }
+        guard let s = value.stringValue, s.utf8.count <= 256 else {
+            throw .badRequest("\(key) must be a string of at most 256 bytes")
+        }
+        return s
+    }
+
+    /// A user or company id from a path or body: 1 to 256 bytes, no control characters.
+    static func isIdentifier(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.count <= 256 && s.utf8.allSatisfy { $0 >= 0x20 && $0 != 0x7f }
+    }
+}

@@ -1,0 +1,137 @@
+import Hummingbird
+import Store
+
+/// The backend-facing API (an API key): registering for a user, sending a
+/// notification, and reading the delivery log.
+struct BackendRoutes: Sendable {
+    let config: ServerConfig
+    let store: any DeliveryStore
+    let body: BodyReader
+    let auth: Auth
+    let fanOut: FanOut
+    let worker: WorkerWakeup
+
+    func register(on router: Router<ServiceContext>) {
+        let group = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth))
+        group.post("users/:user_id/device-tokens", use: registerDevice)
+        group.post("device-tokens", use: registerDevices)
+        group.post("notifications", use: notify)
+        group.get("notifications/:id", use: notification)
+        group.get("deliveries", use: delivery)
+    }
+
+    @Sendable func registerDevice(_ request: Request, context: ServiceContext) async throws -> Response {
+        guard let userID = context.parameters.get("user_id"), Registration.isIdentifier(userID) else {
+            throw APIError.badRequest("user id must be 1 to 256 characters")
+        }
+        let json = try await body.object(request)
+        var companyID: String?
+        if let c = json["company_id"], !c.isNull {
+            guard let id = c.stringValue, Registration.isIdentifier(id) else {
+                throw APIError.badRequest("company_id must be a string (1 to 256 characters)")
+            }
+            companyID = id
+        }
+        let device = try Registration.parse(json, userID: userID, companyID: companyID, config: config)
+        try await store.register(device, now: Clock.nowMillis)
+        return JSONResponse.success(message: "Device token registered successfully")
+    }
+
+    /// Many users' tokens in one request (seeding, migrations from an old backend):
+    /// `{"devices":[{"user_id","company_id"?, …the registration body}]}`, at most
+    /// 1000. All are checked first: one bad entry is a 400 and nothing is stored.
+    @Sendable func registerDevices(_ request: Request, context: ServiceContext) async throws -> Response {
+        guard case .array(let items)? = try await body.object(request)["devices"], items.count <= 1000 else {
+            throw APIError.badRequest("devices must be a list of at most 1000 registrations")
+        }
+        var devices: [DeviceRegistration] = []
+        devices.reserveCapacity(items.count)
+        for (i, item) in items.enumerated() {
+            guard let userID = item["user_id"]?.stringValue, Registration.isIdentifier(userID) else {
+                throw APIError.badRequest("devices[\(i)].user_id must be 1 to 256 characters")
+            }
+            let companyID = item["company_id"]?.stringValue
+            if let companyID, !Registration.isIdentifier(companyID) {
+                throw APIError.badRequest("devices[\(i)].company_id must be 1 to 256 characters")
+            }
+            do {
+                devices.append(try Registration.parse(item, userID: userID, companyID: companyID, config: config))
+            } catch {
+                throw APIError.badRequest("devices[\(i)]: \(error.message)")
+            }
+        }
+        let now = Clock.nowMillis
+        for device in devices { try await store.register(device, now: now) }
+        return JSONResponse.ok(.object([("success", .bool(true)), ("registered", .int(devices.count))]))
+    }
+
+    @Sendable func notify(_ request: Request, context: ServiceContext) async throws -> Response {
+        let checked = try fanOut.parse(try await body.object(request))
+        let result = try await fanOut.run(checked)
+        if result.deliveries > 0 { worker.wake() }
+        return JSONResponse.make(.accepted, result.json)
+    }
+
+    @Sendable func notification(_ request: Request, context: ServiceContext) async throws -> Response {
+        let id = context.parameters.get("id") ?? ""
+        let body = try await BackendRoutes.notificationJSON(store, id: id)
+        guard let body else { throw APIError.notFound("notification not found") }
+        return JSONResponse.ok(body)
+    }
+
+    static func notificationJSON(_ store: any DeliveryStore, id: String) async throws -> JSON? {
+        do {
+            guard let view = try await store.notification(id: id) else { return nil }
+            return json(view)
+        } catch {
+            throw error
+        }
+    }
+
+    // Built outside the async handler: Swift 6.3's optimizer crashed splitting the
+    // handler's coroutine with this literal inside it (release builds only).
+    static func json(_ view: NotificationView) -> JSON {
+        var pending = 0, delivered = 0, failed = 0
+        for d in view.deliveries {
+            switch d.state {
+            case "delivered": delivered += 1
+            case "failed": failed += 1
+            default: pending += 1
+            }
+        }
+        return .object([
+            ("notification_id", .string(view.id)),
+            ("type", .string(view.type)),
+            ("entity_id", view.entityID.map(JSON.string) ?? .null),
+            ("created_at", Clock.json(view.createdAt)),
+            ("summary", .object([("pending", .int(pending)), ("delivered", .int(delivered)), ("failed", .int(failed))])),
+            ("deliveries", .array(view.deliveries.map(BackendRoutes.json))),
+        ])
+    }
+
+    @Sendable func delivery(_ request: Request, context: ServiceContext) async throws -> Response {
+        guard let apnsID = request.uri.queryParameters["apns_id"], !apnsID.isEmpty else {
+            throw APIError.badRequest("apns_id is required")
+        }
+        guard let view = try await store.delivery(apnsID: String(apnsID).lowercased()) else {
+            throw APIError.notFound("delivery not found")
+        }
+        guard case .object(let members) = BackendRoutes.json(view) else { return JSONResponse.ok(BackendRoutes.json(view)) }
+        return JSONResponse.ok(.object([("notification_id", .string(view.notificationID))] + members))
+    }
+
+    static func json(_ d: DeliveryView) -> JSON {
+        .object([
+            ("user_id", .string(d.userID)),
+            ("token", .string(d.token)),
+            ("environment", .string(d.environment)),
+            ("state", .string(d.state)),
+            ("apns_id", .string(d.apnsID)),
+            ("status", d.status.map(JSON.int) ?? .null),
+            ("reason", d.reason.map(JSON.string) ?? .null),
+            ("timestamp", Clock.json(d.timestamp)),
+            ("attempts", .int(d.attempts)),
+            ("finished_at", Clock.json(d.finishedAt)),
+        ])
+    }
+}

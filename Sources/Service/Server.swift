@@ -1,0 +1,122 @@
+import APNs
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import Logging
+import Metrics
+import Prometheus
+import ServiceLifecycle
+import Store
+
+/// apns-server: the HTTP API, the outbox worker and the APNs clients, run as one
+/// ServiceGroup. On SIGTERM (or SIGINT) the HTTP server stops taking requests
+/// first, then the worker stops claiming and records what is in flight, then the
+/// clients close their connections; the process exits 0.
+public enum APNsServer {
+    public static let usage = """
+        usage: apns-server --config FILE.yaml
+
+        Environment variables override the file's values:
+        \(ServerConfig.environmentVariables.map { "  \($0.name) (\($0.key))" }.joined(separator: "\n"))
+        """
+
+    /// Runs until a signal, returns the exit status: 0 after a drain, 2 when the
+    /// configuration (or the database it names) is unusable, 1 on a runtime failure.
+    public static func main(arguments: [String], environment: [String: String]) async -> Int32 {
+        var configPath: String?
+        var rest = arguments.dropFirst()
+        while let arg = rest.popFirst() {
+            switch arg {
+            case "-h", "--help":
+                print(usage)
+                return 0
+            case "--config":
+                guard let value = rest.popFirst() else { return fail("--config needs a file") }
+                configPath = value
+            case let a where a.hasPrefix("--config="):
+                configPath = String(a.dropFirst("--config=".count))
+            default:
+                return fail("unknown argument '\(arg)'\n\(usage)")
+            }
+        }
+        guard let configPath else { return fail("--config FILE.yaml is required\n\(usage)") }
+
+        let config: ServerConfig
+        do {
+            config = try ServerConfig.load(path: configPath, environment: environment)
+        } catch {
+            return fail(error.description)
+        }
+        let level = Logger.Level(rawValue: config.logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "apns-server")
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+
+        let store: any DeliveryStore
+        do {
+            store = try await openStore(config)
+            try await store.migrate()
+        } catch {
+            return fail("database \(config.databasePath): \(error)")
+        }
+        let clients: APNsClients
+        do {
+            clients = try APNsClients(config: config, logger: logger)
+        } catch {
+            return fail(error.description)
+        }
+
+        let metrics = ServiceMetrics(registry: registry, config: config)
+        let wakeup = WorkerWakeup()
+        let worker = OutboxWorker(config: config, store: store, clients: clients, metrics: metrics, wakeup: wakeup,
+                                  logger: logger)
+        let router = makeRouter(config: config, store: store, metrics: metrics, wakeup: wakeup)
+        let app = Application(
+            router: router,
+            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(config.idleTimeoutSeconds)))),
+            configuration: .init(address: .hostname(config.listenHost, port: config.listenPort),
+                                 availableConnectionsDelegate: MaximumAvailableConnections(4096)),
+            // Shut down in reverse: HTTP server, worker, clients.
+            services: [clients, worker],
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? config.listenPort
+                logger.notice("apns-server listening on \(config.listenHost):\(port)")
+            },
+            logger: logger)
+        do {
+            try await app.runService()
+        } catch {
+            logger.error("apns-server stopped: \(error)")
+            return 1
+        }
+        logger.notice("apns-server stopped")
+        return 0
+    }
+
+    static func makeRouter(config: ServerConfig, store: any DeliveryStore, metrics: ServiceMetrics,
+                           wakeup: WorkerWakeup) -> Router<ServiceContext> {
+        let router = Router(context: ServiceContext.self)
+        router.add(middleware: ErrorMiddleware())
+        let auth = Auth(apiKeys: config.apiKeys, jwtSecret: config.userJWTSecret)
+        let body = BodyReader(limit: config.maxBodyBytes)
+        OpsRoutes(store: store, metrics: metrics).register(on: router)
+        UserRoutes(config: config, store: store, body: body, auth: auth).register(on: router)
+        BackendRoutes(config: config, store: store, body: body, auth: auth,
+                      fanOut: FanOut(config: config, store: store, metrics: metrics), worker: wakeup).register(on: router)
+        return router
+    }
+
+    static func openStore(_ config: ServerConfig) async throws -> any DeliveryStore {
+        try SQLiteStore(path: config.databasePath)
+    }
+
+    static func fail(_ message: String) -> Int32 {
+        FileHandle.standardError.write(Data("apns-server: \(message)\n".utf8))
+        return 2
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+import GRDB
+
+// Internal doors for tests (`@testable import Store`): look at and disturb the file
+// in ways the protocol does not offer, without the tests importing GRDB.
+
+extension SQLiteStore {
+    /// The first column of the first row, as an integer (nil when NULL or no row).
+    func scalar(_ sql: String) async throws(StoreError) -> Int64? {
+        try await read("inspect") { db in try Int64.fetchOne(db, sql: sql) }
+    }
+
+    /// The same, on the writer connection (the one whose settings decide durability).
+    func writerScalar(_ sql: String) async throws(StoreError) -> Int64? {
+        try await write("inspect") { db in try Int64.fetchOne(db, sql: sql) }
+    }
+
+    /// Runs statements in one write transaction.
+    func execute(_ sql: String) async throws(StoreError) {
+        try await write("execute") { db in try db.execute(sql: sql) }
+    }
+
+    /// Holds the write lock (an IMMEDIATE transaction) for `milliseconds`, calling
+    /// `held` once it has it.
+    func holdWriteLock(milliseconds: Int, held: @escaping @Sendable () -> Void) async throws(StoreError) {
+        try await write("hold the write lock") { _ in
+            held()
+            usleep(useconds_t(milliseconds) * 1000)
+        }
+    }
+}

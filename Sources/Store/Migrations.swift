@@ -1,0 +1,118 @@
+import GRDB
+
+/// The schema, as numbered steps. The file's `PRAGMA user_version` is the number
+/// of steps applied. A step is never edited once released: a change is a new step.
+///
+/// Not GRDB's `DatabaseMigrator`: it reads which migrations are applied before it
+/// opens a transaction, so two processes starting at once on a new file would both
+/// run step 1 and one would fail on "table already exists". Here the check and the
+/// steps are one `BEGIN IMMEDIATE` transaction: the second process waits for the
+/// first, then finds nothing to do.
+enum Migrations {
+    static let steps: [String] = [v1]
+
+    static func apply(_ db: Database) throws {
+        let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+        guard version <= steps.count else {
+            throw StoreError("the database is at schema version \(version), newer than this program's \(steps.count)")
+        }
+        for (index, step) in steps.enumerated().dropFirst(version) {
+            try db.execute(sql: step)
+            // user_version lives in the file header, which is part of the transaction.
+            try db.execute(sql: "PRAGMA user_version = \(index + 1)")
+        }
+    }
+
+    /// Times are milliseconds since 1970; booleans are 0/1.
+    static let v1 = """
+        -- One row per (app, token), whoever owns it now: a token re-registered by another
+        -- user moves to them. Never deleted: logout and dead tokens are soft deletes.
+        CREATE TABLE devices (
+            id                 INTEGER PRIMARY KEY,
+            user_id            TEXT    NOT NULL,
+            company_id         TEXT,
+            app_type           TEXT    NOT NULL,
+            token              TEXT    NOT NULL,
+            platform           TEXT    NOT NULL,
+            environment        TEXT    NOT NULL,
+            device_name        TEXT,
+            os_version         TEXT,
+            app_version        TEXT,
+            is_active          INTEGER NOT NULL DEFAULT 1,
+            deactivated_reason TEXT,
+            deactivated_at     INTEGER,
+            -- The last (re-)registration: a 410 older than this does not kill the token.
+            registered_at      INTEGER NOT NULL,
+            created_at         INTEGER NOT NULL,
+            updated_at         INTEGER NOT NULL,
+            last_used_at       INTEGER,
+            UNIQUE (app_type, token)
+        );
+        -- Fan-out reads active tokens only; partial indexes keep dead tokens out of them.
+        CREATE INDEX devices_by_user ON devices (user_id, app_type) WHERE is_active = 1;
+        CREATE INDEX devices_by_company ON devices (company_id, app_type) WHERE is_active = 1;
+
+        -- Saved toggles only; a key never saved is absent (the service's default applies).
+        CREATE TABLE preferences (
+            user_id    TEXT    NOT NULL,
+            app_type   TEXT    NOT NULL,
+            key        TEXT    NOT NULL,
+            value      INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (user_id, app_type, key)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE notifications (
+            id          TEXT    PRIMARY KEY,
+            type        TEXT    NOT NULL,
+            entity_type TEXT,
+            entity_id   TEXT,
+            app_type    TEXT    NOT NULL,
+            created_at  INTEGER NOT NULL
+        );
+
+        -- The delivery log: one row per (notification, device), pending until its one
+        -- final answer is written over it.
+        CREATE TABLE deliveries (
+            id                      INTEGER PRIMARY KEY,
+            notification_id         TEXT    NOT NULL REFERENCES notifications (id),
+            user_id                 TEXT    NOT NULL,
+            device_id               INTEGER NOT NULL,
+            token                   TEXT    NOT NULL,
+            environment             TEXT    NOT NULL,
+            apns_id                 TEXT    NOT NULL UNIQUE,
+            payload                 BLOB    NOT NULL,
+            push_type               TEXT    NOT NULL,
+            priority                INTEGER,
+            collapse_id             TEXT,
+            expiration              INTEGER,
+            state                   TEXT    NOT NULL DEFAULT 'pending'
+                                            CHECK (state IN ('pending', 'delivered', 'failed')),
+            status                  INTEGER,
+            reason                  TEXT,
+            apns_timestamp          INTEGER,
+            attempts                INTEGER NOT NULL DEFAULT 0,
+            cross_environment_tried INTEGER NOT NULL DEFAULT 0,
+            created_at              INTEGER NOT NULL,
+            finished_at             INTEGER
+        );
+        CREATE INDEX deliveries_by_notification ON deliveries (notification_id);
+
+        -- The claim path, kept small (as River and Solid Queue do): only unfinished
+        -- deliveries are here, and a finish deletes the row, so the claim scans a short
+        -- index however long the log grows.
+        CREATE TABLE outbox (
+            delivery_id  INTEGER PRIMARY KEY REFERENCES deliveries (id),
+            available_at INTEGER NOT NULL,
+            lease_until  INTEGER,
+            claimed_by   TEXT
+        );
+        CREATE INDEX outbox_by_age ON outbox (available_at, delivery_id);
+        """
+}
+
+extension SQLiteStore {
+    public func migrate() async throws(StoreError) {
+        try await write("migrate \(path)") { db in try Migrations.apply(db) }
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import GRDB
+
+// The device registry, the preferences, and the fan-out read that joins them.
+
+extension SQLiteStore {
+    public func register(_ device: DeviceRegistration, now: Int64) async throws(StoreError) {
+        try await write("register a device") { db in
+            // Optional details the app left out keep their old values: a token
+            // refresh without deviceName should not erase the name.
+            try db.execute(sql: """
+                INSERT INTO devices (user_id, company_id, app_type, token, platform, environment,
+                                     device_name, os_version, app_version, is_active,
+                                     registered_at, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
+                ON CONFLICT (app_type, token) DO UPDATE SET
+                    user_id = excluded.user_id,
+                    company_id = excluded.company_id,
+                    platform = excluded.platform,
+                    environment = excluded.environment,
+                    device_name = coalesce(excluded.device_name, device_name),
+                    os_version = coalesce(excluded.os_version, os_version),
+                    app_version = coalesce(excluded.app_version, app_version),
+                    is_active = 1,
+                    deactivated_reason = NULL,
+                    deactivated_at = NULL,
+                    registered_at = excluded.registered_at,
+                    updated_at = excluded.updated_at
+                """, arguments: [device.userID, device.companyID, device.appType, device.token.lowercased(),
+                                 device.platform, device.environment, device.deviceName, device.osVersion,
+                                 device.appVersion, now, now, now])
+        }
+    }
+
+    public func unregister(userID: String, token: String, now: Int64) async throws(StoreError) -> Bool {
+        try await write("unregister a device") { db in
+            try db.execute(sql: """
+                UPDATE devices SET is_active = 0, deactivated_reason = 'unregistered',
+                                   deactivated_at = ?, updated_at = ?
+                WHERE user_id = ? AND token = ? AND is_active = 1
+                """, arguments: [now, now, userID, token.lowercased()])
+            return db.changesCount > 0
+        }
+    }
+
+    public func devices(userID: String) async throws(StoreError) -> [DeviceRow] {
+        try await read("list devices") { db in
+            try Row.fetchAll(db, sql: """
+                SELECT id, platform, app_type, device_name, os_version, app_version, last_used_at, created_at
+                FROM devices WHERE user_id = ? AND is_active = 1
+                ORDER BY registered_at DESC, id DESC
+                """, arguments: [userID]).map { row in
+                DeviceRow(id: row["id"], platform: row["platform"], appType: row["app_type"],
+                          deviceName: row["device_name"], osVersion: row["os_version"],
+                          appVersion: row["app_version"], lastUsedAt: row["last_used_at"],
+                          createdAt: row["created_at"])
+            }
+        }
+    }
+
+    // MARK: Preferences
+
+    public func preferences(userID: String, appType: String) async throws(StoreError) -> [String: Bool] {
+        try await read("read preferences") { db in
+            var saved: [String: Bool] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT key, value FROM preferences WHERE user_id = ? AND app_type = ?",
+                                        arguments: [userID, appType]) {
+                saved[row["key"]] = row["value"]
+            }
+            return saved
+        }
+    }
+
+    public func updatePreferences(userID: String, appType: String, _ changes: [String: Bool],
+                                  now: Int64) async throws(StoreError) {
+        guard !changes.isEmpty else { return }
+        try await write("update preferences") { db in
+            let upsert = try db.cachedStatement(sql: """
+                INSERT INTO preferences (user_id, app_type, key, value, updated_at) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (user_id, app_type, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+                """)
+            for (key, value) in changes {
+                try upsert.execute(arguments: [userID, appType, key, value, now])
+            }
+        }
+    }
+
+    // MARK: Fan-out
+
+    public func recipients(appType: String, audience: Audience) async throws(StoreError) -> [Recipient] {
+        try await read("find recipients") { db in
+            // Who: named users in the order given (each once, device or not, so the
+            // service can count "no_devices"), or everyone with an active token of the
+            // app in the company, ordered by user id (an Android-only user is one of
+            // them, with no iOS device: "no_devices" too).
+            let users: [String]
+            let devicesInCompany: String?
+            switch audience {
+            case .users(let ids):
+                var seen = Set<String>()
+                users = ids.filter { seen.insert($0).inserted }
+                devicesInCompany = nil
+            case .company(let company):
+                users = try String.fetchAll(db, sql: """
+                    SELECT DISTINCT user_id FROM devices
+                    WHERE company_id = ? AND app_type = ? AND is_active = 1 ORDER BY user_id
+                    """, arguments: [company, appType])
+                devicesInCompany = company
+            }
+            guard !users.isEmpty else { return [] }
+            let userList = jsonArray(users)
+
+            // A company's notification goes only to the devices registered with that
+            // company, even if a user also works elsewhere.
+            var devices: [String: [Recipient.Device]] = [:]
+            for row in try Row.fetchAll(db, sql: """
+                SELECT user_id, id, token, environment FROM devices
+                WHERE user_id IN (SELECT value FROM json_each(:users)) AND app_type = :app AND is_active = 1
+                  AND platform = 'ios' AND (:company IS NULL OR company_id = :company)
+                ORDER BY registered_at DESC, id DESC
+                """, arguments: ["users": userList, "app": appType, "company": devicesInCompany]) {
+                devices[row["user_id"], default: []].append(
+                    Recipient.Device(id: row["id"], token: row["token"], environment: row["environment"]))
+            }
+
+            var preferences: [String: [String: Bool]] = [:]
+            for row in try Row.fetchAll(db, sql: """
+                SELECT user_id, key, value FROM preferences
+                WHERE user_id IN (SELECT value FROM json_each(?)) AND app_type = ?
+                """, arguments: [userList, appType]) {
+                preferences[row["user_id"], default: [:]][row["key"]] = row["value"]
+            }
+
+            return users.map { Recipient(userID: $0, preferences: preferences[$0] ?? [:], devices: devices[$0] ?? []) }
+        }
+    }
+}

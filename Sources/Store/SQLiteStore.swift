@@ -1,0 +1,129 @@
+import Foundation
+import GRDB
+
+/// The store on one SQLite file: one apns-server process (or a few on one machine).
+///
+/// A GRDB `DatabasePool` gives one writer connection and several readers in WAL
+/// mode, so reads (registry look-ups, the log) never wait for the worker's writes.
+/// Every write is a `BEGIN IMMEDIATE` transaction (GRDB's default for writes): the
+/// write lock is taken up front, so two processes on one file queue on the busy
+/// timeout instead of both reading the same outbox rows and claiming them twice.
+///
+/// The methods live in files by concept: `Registry.swift` (devices, preferences,
+/// recipients), `Outbox.swift` (enqueue, claim, renew, finish, retry),
+/// `DeliveryLog.swift` (reading the log), `Migrations.swift` (the schema).
+public final class SQLiteStore: DeliveryStore {
+    /// What a committed transaction survives.
+    public enum Durability: Sendable {
+        /// `synchronous=NORMAL` in WAL mode: a commit is in the WAL (the OS has it)
+        /// before the call returns, so a kill -9 of the process loses nothing
+        /// committed. Only an OS crash or power loss can roll back the last
+        /// commits (never corrupt the file). No fsync per commit.
+        case processCrash
+        /// `synchronous=FULL`: the WAL is fsynced at every commit, so committed work
+        /// survives power loss too, at one fsync per transaction.
+        case powerLoss
+    }
+
+    /// The database file.
+    public let path: String
+    let pool: DatabasePool
+
+    /// Opens (creating it and its folder if missing) the database at `path`. A
+    /// leading `sqlite:` (as in the service's `--store sqlite:var/apns.db`) is
+    /// dropped. The schema is not touched until `migrate()`.
+    ///
+    /// - Parameter busyTimeout: how long a write waits for another process's
+    ///   write lock before it fails with "database is locked".
+    public init(path: String, durability: Durability = .processCrash,
+                busyTimeout: Duration = .seconds(5)) throws(StoreError) {
+        let path = Self.filePath(path)
+        self.path = path
+        try Self.prepareFile(path)
+
+        var config = Configuration()
+        config.label = "apns-store"
+        config.busyMode = .timeout(TimeInterval(busyTimeout.components.seconds)
+            + TimeInterval(busyTimeout.components.attoseconds) / 1e18)
+        do {
+            pool = try DatabasePool(path: path, configuration: config)
+            // GRDB's pool sets WAL and synchronous=NORMAL on its writer; FULL is
+            // per connection, and the writer is the only connection that commits.
+            if durability == .powerLoss {
+                try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
+            }
+        } catch {
+            throw StoreError(error, "cannot open \(path)")
+        }
+    }
+
+    /// `sqlite:var/apns.db` and `sqlite://var/apns.db` name the file `var/apns.db`.
+    static func filePath(_ location: String) -> String {
+        for scheme in ["sqlite://", "sqlite:"] where location.hasPrefix(scheme) {
+            return String(location.dropFirst(scheme.count))
+        }
+        return location
+    }
+
+    /// Creates the folder, and opens the file once ourselves: SQLite only says
+    /// "unable to open database file", while errno says why (permission denied,
+    /// is a directory, not a directory…), which is the line an operator needs.
+    static func prepareFile(_ path: String) throws(StoreError) {
+        guard !path.isEmpty else { throw StoreError("cannot open the database: the path is empty") }
+        try makeFolders(URL(fileURLWithPath: path).deletingLastPathComponent().path, for: path)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw StoreError("cannot open \(path): \(errnoLine())") }
+        close(fd)
+    }
+
+    /// `mkdir -p`, with errno's reason when a level cannot be made.
+    static func makeFolders(_ folder: String, for path: String) throws(StoreError) {
+        var prefix = folder.hasPrefix("/") ? "" : "."
+        for part in folder.split(separator: "/") {
+            prefix += "/" + part
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw StoreError("cannot open \(path): cannot create folder \(prefix): \(errnoLine())")
+            }
+        }
+    }
+
+    // MARK: Transactions, with errors as one line
+
+    /// One `BEGIN IMMEDIATE` transaction on the writer; `doing` names it in errors.
+    func write<T: Sendable>(_ doing: String,
+                            _ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
+        do { return try await pool.write(body) } catch { throw StoreError(error, doing) }
+    }
+
+    /// One read transaction on a reader (a snapshot; never waits for the writer).
+    func read<T: Sendable>(_ doing: String,
+                           _ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
+        do { return try await pool.read(body) } catch { throw StoreError(error, doing) }
+    }
+}
+
+extension StoreError {
+    /// "claim: database is locked", "cannot open var/apns.db: file is not a database".
+    init(_ error: any Error, _ doing: String) {
+        switch error {
+        case let error as StoreError:
+            self = error
+        case let error as DatabaseError:
+            self.init("\(doing): \(error.message ?? "\(error.resultCode)")")
+        default:
+            self.init("\(doing): \(error)")
+        }
+    }
+}
+
+/// "permission denied", in the lower case of a line that continues a sentence.
+func errnoLine() -> String {
+    let text = String(cString: strerror(errno))
+    return text.prefix(1).lowercased() + text.dropFirst()
+}
+
+/// An id list bound as one JSON parameter (`IN (SELECT value FROM json_each(?))`),
+/// so a statement's text does not change with the list's length and stays cached.
+func jsonArray<T: Encodable>(_ values: [T]) -> String {
+    String(decoding: try! JSONEncoder().encode(values), as: UTF8.self)
+}

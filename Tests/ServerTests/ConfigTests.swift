@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// A bad config is one clear line on stderr and exit 2, before anything listens.
+@Suite struct ConfigTests {
+    static func run(_ arguments: [String], environment: [String: String] = [:]) async -> ProcessResult {
+        let env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }.merging(environment) { $1 }
+        return await TestSupport.run(Harness.binary, arguments, environment: env, timeout: 30)
+    }
+
+    /// A valid config's text, with `replace` applied.
+    static func config(_ server: ServerProcess, _ replace: [(String, String)]) throws -> String {
+        var text = try String(contentsOfFile: server.configPath, encoding: .utf8)
+        for (a, b) in replace {
+            #expect(text.contains(a), "the base config has \(a)")
+            text = text.replacingOccurrences(of: a, with: b)
+        }
+        return server.scratch.file("bad.yaml", text)
+    }
+
+    @Test func badConfigsExit2WithOneLine() async throws {
+        let server = ServerProcess(sandbox: nil, production: nil)
+        let pki = Harness.pki
+        let cases: [(String, [(String, String)], String)] = [
+            ("missing key file", [("key: \(pki.keyPath)", "key: /nonexistent/AuthKey.p8")], "key: cannot load /nonexistent/AuthKey.p8"),
+            ("bad key id", [("key_id: \(pki.keyID)", "key_id: SHORT")], "key id 'SHORT' is not 10 letters or digits"),
+            ("wrong field type", [("topic: \(pki.topic)", "topic: [a, b]")], "apps[0].topic must be a string"),
+            ("unknown key", [("log_level: warning", "log_level: warning\nlisten_port: 3")], "unknown key listen_port"),
+            ("postgres", [("database: sqlite:var/apns.db", "database: postgres://db/apns")], "PostgreSQL is not supported yet"),
+            ("bad listen", [("listen: 127.0.0.1:\(server.port)", "listen: nowhere")], "listen must be HOST:PORT"),
+            ("bad yaml", [("apps:", "apps: [\n  {")], "is not valid YAML"),
+            ("missing api keys", [("api_keys_file: api-keys", "api_keys_file: missing-keys")], "api_keys_file: cannot read"),
+            ("http endpoint", [("sandbox_endpoint: https://", "sandbox_endpoint: http://")], "TLS is always on"),
+            ("lease", [("lease_seconds: 30", "lease_seconds: zero")], "worker.lease_seconds must be an integer"),
+        ]
+        for (name, replace, expected) in cases {
+            let path = try Self.config(server, replace)
+            let r = await Self.run(["--config", path])
+            #expect(r.status == 2, "\(name): \(r.status) \(r.stderr)")
+            let lines = r.stderr.split(separator: "\n")
+            #expect(lines.count == 1, "\(name): one line, not \(r.stderr)")
+            #expect(r.stderr.hasPrefix("apns-server: ") && r.stderr.contains(expected), "\(name): \(r.stderr)")
+        }
+        for (arguments, expected) in [([], "--config FILE.yaml is required"), (["--config", "/nonexistent.yaml"], "cannot read config file")] {
+            let r = await Self.run(arguments)
+            #expect(r.status == 2)
+            #expect(r.stderr.hasPrefix("apns-server: ") && r.stderr.contains(expected), "\(r.stderr)")
+        }
+        // The environment overrides the file; its errors are named by variable's key.
+        let r = await Self.run(["--config", server.configPath], environment: ["APNS_SERVER_DATABASE": "postgres://x"])
+        #expect(r.status == 2 && r.stderr.contains("PostgreSQL"))
+        // A secret too short for HS256, never quoted.
+        _ = server.scratch.file("short.secret", "tiny-secret")
+        let short = await Self.run(["--config", server.configPath], environment: ["APNS_SERVER_USER_JWT_SECRET_FILE": server.scratch.path("short.secret")])
+        #expect(short.status == 2 && short.stderr.contains("shorter than 32 bytes") && !short.stderr.contains("tiny-secret"))
+    }
+
+    @Test func environmentOverridesListenAndDatabase() async throws {
+        let server = ServerProcess(sandbox: nil, production: nil)
+        let port = freePort()
+        let db = server.scratch.path("other/db.sqlite")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Harness.binary)
+        p.arguments = ["--config", server.configPath]
+        p.environment = ProcessInfo.processInfo.environment.merging(
+            ["APNS_SERVER_LISTEN": "127.0.0.1:\(port)", "APNS_SERVER_DATABASE": "sqlite:\(db)"]) { $1 }
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        defer { kill(p.processIdentifier, SIGTERM); p.waitUntilExit() }
+        let end = Date().addingTimeInterval(20)
+        while !canConnect(port) && Date() < end { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(canConnect(port))
+        #expect(!canConnect(server.port))
+        #expect(FileManager.default.fileExists(atPath: db))
+    }
+}

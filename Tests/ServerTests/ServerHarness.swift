@@ -1,0 +1,326 @@
+import APNsMock
+import Foundation
+import Store
+import TestSupport
+
+/// What the server tests share: the built `apns-server` as a child process, two
+/// mocks (sandbox and production) on the test PKI over real TLS, a config and a
+/// SQLite file in a scratch folder, real HTTP over loopback, JWTs signed by openssl.
+enum Harness {
+    static let pki = TestPKI.shared
+    static let binary = Package.executable("apns-server")
+    static let apiKey = "test-api-key-0123456789abcdef"
+    static let jwtSecret = "a-very-secret-hs256-key-for-the-tests-0123456789"
+
+    /// The seed's RepairMinder mapping, in the seed's order.
+    static let preferences: [(String, String?)] = [
+        ("order_status_changed", "orderStatusChanged"), ("order_created", "orderCreated"),
+        ("order_collected", "orderCollected"), ("device_status_changed", "deviceStatusChanged"),
+        ("quote_approved", "quoteApproved"), ("quote_rejected", "quoteRejected"),
+        ("payment_received", "paymentReceived"), ("enquiry_received", "newEnquiry"),
+        ("enquiry_reply", "enquiryReply"), ("device_assigned", nil), ("ticket_message", nil), ("ticket_reopened", nil),
+    ]
+
+    static func mock(sandbox: Bool, _ tweak: (inout MockConfiguration) -> Void = { _ in }) throws -> MockServer {
+        var c = MockConfiguration(certificatePath: pki.serverCertificate, privateKeyPath: pki.serverKey,
+                                  authKeys: [pki.keyID: pki.keyPath], teamIDs: [pki.teamID], topics: [pki.topic])
+        c.recordRequests = true
+        c.sandbox = sandbox
+        tweak(&c)
+        return try MockServer(c)
+    }
+
+    /// Deterministic, distinct, well-formed device tokens (64 lower-case hex digits).
+    static func tokens(_ count: Int, seed: Int = 0) -> [String] {
+        (0..<count).map { i in
+            var x = UInt64(truncatingIfNeeded: (seed &* 1_000_003) &+ i &+ 1) &* 0x9E37_79B9_7F4A_7C15
+            return (0..<4).map { _ -> String in
+                x ^= x >> 31
+                x &*= 0xBF58_476D_1CE4_E5B9
+                x ^= x >> 29
+                let hex = String(x, radix: 16)
+                return String(repeating: "0", count: 16 - hex.count) + hex
+            }.joined()
+        }
+    }
+
+    // MARK: JWTs (signed outside the server's code: openssl)
+
+    static func b64url(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func jwt(sub: String?, exp: Int? = Int(Date().timeIntervalSince1970) + 3600, companyID: String? = nil,
+                    alg: String = "HS256", secret: String = jwtSecret) -> String {
+        let header = #"{"alg":"\#(alg)","typ":"JWT"}"#
+        var claims: [String] = []
+        if let sub { claims.append(#""sub":"\#(sub)""#) }
+        if let exp { claims.append(#""exp":\#(exp)"#) }
+        if let companyID { claims.append(#""company_id":"\#(companyID)""#) }
+        claims.append(#""role":"authenticated""#)
+        let input = b64url(Data(header.utf8)) + "." + b64url(Data("{\(claims.joined(separator: ","))}".utf8))
+        if alg == "none" { return input + "." }
+        let hexKey = secret.utf8.map { String(format: "%02x", $0) }.joined()
+        let r = runSync("/usr/bin/openssl", ["dgst", "-sha256", "-mac", "HMAC", "-macopt", "hexkey:\(hexKey)", "-hex"],
+                        stdin: Data(input.utf8))
+        precondition(r.status == 0, "openssl failed: \(r.stderr)")
+        let hex = r.stdout.split(separator: "=").last!.trimmingCharacters(in: .whitespacesAndNewlines)
+        var mac = Data()
+        var i = hex.startIndex
+        while i < hex.endIndex {
+            let j = hex.index(i, offsetBy: 2)
+            mac.append(UInt8(hex[i..<j], radix: 16)!)
+            i = j
+        }
+        return input + "." + b64url(mac)
+    }
+}
+
+/// One apns-server process with its own folder, config, database and port.
+final class ServerProcess: @unchecked Sendable {
+    let scratch = Scratch()
+    let port: UInt16
+    let configPath: String
+    var databasePath: String { scratch.path("var/apns.db") }
+    private var process: Process?
+    private var stderrPath: String { scratch.path("stderr.log") }
+    let sandbox: MockServer?
+    let production: MockServer?
+
+    struct Options {
+        var leaseSeconds = 30
+        var batchSize = 1000
+        var pollMillis = 50
+        var extraTopLevel = ""
+        var maxAttempts = 25
+        var backoffBaseMillis = 200
+    }
+
+    init(sandbox: MockServer?, production: MockServer?, options: Options = Options()) {
+        self.sandbox = sandbox
+        self.production = production
+        port = freePort()
+        let pki = Harness.pki
+        _ = scratch.file("api-keys", "# backend keys\n\(Harness.apiKey)\n")
+        _ = scratch.file("user-jwt.secret", Harness.jwtSecret + "\n")
+        func endpoints(_ indent: String) -> String {
+            var lines: [String] = []
+            // An endpoint nothing listens on when a test gives no mock for it.
+            lines.append("\(indent)sandbox_endpoint: https://127.0.0.1:\(sandbox?.port ?? 9)")
+            lines.append("\(indent)production_endpoint: https://127.0.0.1:\(production?.port ?? 9)")
+            lines.append("\(indent)cacert: \(pki.caFile)")
+            return lines.joined(separator: "\n")
+        }
+        let prefs = Harness.preferences.map { "      \($0.0): \($0.1 ?? "null")" }.joined(separator: "\n")
+        let yaml = """
+            listen: 127.0.0.1:\(port)
+            database: sqlite:var/apns.db
+            api_keys_file: api-keys
+            user_jwt_secret_file: user-jwt.secret
+            log_level: warning
+            worker:
+              batch_size: \(options.batchSize)
+              lease_seconds: \(options.leaseSeconds)
+              poll_interval_ms: \(options.pollMillis)
+              max_attempts: \(options.maxAttempts)
+              backoff_base_ms: \(options.backoffBaseMillis)
+            \(options.extraTopLevel)
+            apps:
+              - app_type: staff
+                topic: \(pki.topic)
+                key: \(pki.keyPath)
+                key_id: \(pki.keyID)
+                team_id: \(pki.teamID)
+            \(endpoints("    "))
+                preferences:
+            \(prefs)
+              - app_type: customer
+                topic: \(pki.topic)
+                key: \(pki.keyPath)
+                key_id: \(pki.keyID)
+                team_id: \(pki.teamID)
+            \(endpoints("    "))
+                preferences:
+                  order_status_changed: orderStatusChanged
+                  quote_approved: quoteApproved
+            """
+        configPath = scratch.file("apns-server.yaml", yaml)
+    }
+
+    /// Starts the server and waits until it accepts connections.
+    func start(environment: [String: String] = [:]) async throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Harness.binary)
+        p.arguments = ["--config", configPath]
+        p.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }
+            .merging(environment) { $1 }
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        err.seekToEndOfFile()
+        p.standardError = err
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        process = p
+        let end = Date().addingTimeInterval(30)
+        while !canConnect(port) {
+            guard p.isRunning else { throw StartError(stderr: stderr) }
+            guard Date() < end else { throw StartError(stderr: "not listening after 30 s\n" + stderr) }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    struct StartError: Error, CustomStringConvertible {
+        let stderr: String
+        var description: String { "apns-server did not start: \(stderr)" }
+    }
+
+    var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+    var pid: Int32 { process?.processIdentifier ?? 0 }
+    var isRunning: Bool { process?.isRunning ?? false }
+
+    /// Sends `signal` and waits for the exit; returns the exit status (or the signal).
+    @discardableResult
+    func stop(_ signal: Int32 = SIGTERM, timeout: TimeInterval = 60) async -> Int32 {
+        guard let p = process else { return -1 }
+        if p.isRunning { kill(p.processIdentifier, signal) }
+        let end = Date().addingTimeInterval(timeout)
+        while p.isRunning && Date() < end { try? await Task.sleep(for: .milliseconds(20)) }
+        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        p.waitUntilExit()
+        process = nil
+        return p.terminationStatus
+    }
+
+    deinit {
+        if let p = process, p.isRunning { kill(p.processIdentifier, SIGKILL) }
+    }
+
+    /// Opens the server's database (for seeding many devices, and to check the log).
+    func store() throws -> SQLiteStore { try SQLiteStore(path: databasePath) }
+
+    // MARK: HTTP
+
+    func request(_ method: String, _ path: String, body: String? = nil, bearer: String? = nil,
+                 headers: [(String, String)] = []) async -> HTTPResponse {
+        var h = headers
+        if let bearer { h.append(("Authorization", "Bearer \(bearer)")) }
+        return await HTTP.send(port: port, method: method, path: path, body: body.map { Array($0.utf8) }, headers: h)
+    }
+
+    func backend(_ method: String, _ path: String, _ body: String? = nil) async -> HTTPResponse {
+        await request(method, path, body: body, bearer: Harness.apiKey)
+    }
+
+    /// Waits until the outbox is empty (every delivery final).
+    func drained(timeout: TimeInterval = 60) async throws {
+        let end = Date().addingTimeInterval(timeout)
+        while Date() < end {
+            let metrics = await request("GET", "/metrics").body
+            if metrics.contains("apns_server_outbox_depth 0") { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw DrainTimeout()
+    }
+
+    struct DrainTimeout: Error {}
+}
+
+struct HTTPResponse: Sendable {
+    let status: Int
+    let headers: [(String, String)]
+    let body: String
+
+    var json: [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:]
+    }
+}
+
+/// A minimal HTTP/1.1 client over a blocking socket (Connection: close), so tests
+/// see the exact bytes the server wrote and can send what a real client would not.
+enum HTTP {
+    static func send(port: UInt16, method: String, path: String, body: [UInt8]?, headers: [(String, String)]) async -> HTTPResponse {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        for (k, v) in headers { head += "\(k): \(v)\r\n" }
+        if let body {
+            head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n"
+        }
+        head += "\r\n"
+        let raw = await exchange(port: port, Array(head.utf8) + (body ?? []))
+        return parse(raw)
+    }
+
+    static func exchange(port: UInt16, _ bytes: [UInt8]) async -> [UInt8] {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: exchangeSync(port: port, bytes))
+            }
+        }
+    }
+
+    static func exchangeSync(port: UInt16, _ bytes: [UInt8]) -> [UInt8] {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let ok = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard ok == 0 else { return [] }
+        var tv = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            sent += n
+        }
+        var out: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = read(fd, &buf, buf.count)
+            if n <= 0 { break }
+            out.append(contentsOf: buf[0..<n])
+        }
+        return out
+    }
+
+    static func parse(_ raw: [UInt8]) -> HTTPResponse {
+        let text = String(decoding: raw, as: UTF8.self)
+        guard let split = text.range(of: "\r\n\r\n") else { return HTTPResponse(status: 0, headers: [], body: text) }
+        let lines = text[..<split.lowerBound].components(separatedBy: "\r\n")
+        let status = Int(lines.first?.split(separator: " ").dropFirst().first ?? "") ?? 0
+        var headers: [(String, String)] = []
+        for line in lines.dropFirst() {
+            if let c = line.firstIndex(of: ":") {
+                headers.append((line[..<c].lowercased(), line[line.index(after: c)...].trimmingCharacters(in: .whitespaces)))
+            }
+        }
+        var body = String(text[split.upperBound...])
+        if headers.contains(where: { $0.0 == "transfer-encoding" && $0.1.contains("chunked") }) {
+            body = dechunk(body)
+        }
+        return HTTPResponse(status: status, headers: headers, body: body)
+    }
+
+    static func dechunk(_ s: String) -> String {
+        var out = ""
+        var rest = Substring(s)
+        while let r = rest.range(of: "\r\n"), let size = Int(rest[..<r.lowerBound], radix: 16), size > 0 {
+            let start = r.upperBound
+            let bytes = Array(rest[start...].utf8)
+            out += String(decoding: bytes[0..<min(size, bytes.count)], as: UTF8.self)
+            rest = Substring(String(decoding: bytes[min(size + 2, bytes.count)...], as: UTF8.self))
+        }
+        return out
+    }
+}
+
+/// curl, as a backend developer would type it.
+func curl(_ arguments: [String]) async -> (status: Int, body: String) {
+    let r = await run("/usr/bin/curl", ["-s", "-S", "-w", "\n%{http_code}"] + arguments, timeout: 30)
+    let parts = r.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+    return (Int(parts.last ?? "") ?? 0, parts.dropLast().joined(separator: "\n"))
+}

@@ -1,0 +1,242 @@
+import APNsMock
+import Foundation
+import Store
+import Testing
+import TestSupport
+
+/// The outbox worker's rules: what each APNs answer does to a delivery and its token.
+@Suite struct WorkerTests {
+    static func notify(_ server: ServerProcess, users: [String], type: String = "order_status_changed") async throws -> String {
+        let ids = users.map { "\"\($0)\"" }.joined(separator: ",")
+        let r = await server.backend("POST", "/v1/notifications",
+            #"{"type":"\#(type)","entity_type":"order","entity_id":"o1","app_type":"staff","user_ids":[\#(ids)],"alert":{"title":"t","body":"b"}}"#)
+        #expect(r.status == 202, "\(r.body)")
+        return try #require(r.json["notification_id"] as? String)
+    }
+
+    static func deliveries(_ server: ServerProcess, _ id: String) async -> [String: [String: Any]] {
+        let log = await server.backend("GET", "/v1/notifications/\(id)").json
+        var byToken: [String: [String: Any]] = [:]
+        for d in log["deliveries"] as? [[String: Any]] ?? [] { byToken[d["token"] as! String] = d }
+        return byToken
+    }
+
+    static func tokenCount(_ server: ServerProcess, user: String) async -> Int {
+        (await server.request("GET", "/api/user/device-tokens", bearer: Harness.jwt(sub: user)).json["tokens"] as? [Any])?.count ?? -1
+    }
+
+    /// 410 deactivates a token registered before APNs' timestamp, not one registered since.
+    /// DeviceTokenNotForTopic deactivates at once.
+    @Test func deadTokens() async throws {
+        let t = Harness.tokens(3, seed: 21)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let production = try Harness.mock(sandbox: false) {
+            $0.unregistered = [t[0]: now + 3_600_000, t[1]: now - 3_600_000]
+            $0.forced = [t[2]: .error(400, "DeviceTokenNotForTopic")]
+        }
+        defer { production.stop() }
+        let server = ServerProcess(sandbox: nil, production: production)
+        try await server.start()
+        defer { Task { await server.stop() } }
+        for (i, token) in t.enumerated() { await BackendAPITests.register(server, user: "dead\(i)", token: token) }
+
+        let id = try await Self.notify(server, users: ["dead0", "dead1", "dead2"])
+        try await server.drained()
+        let log = await Self.deliveries(server, id)
+        #expect(log[t[0]]?["status"] as? Int == 410)
+        #expect(log[t[0]]?["reason"] as? String == "Unregistered")
+        #expect(log[t[0]]?["state"] as? String == "failed")
+        #expect(log[t[1]]?["status"] as? Int == 410)
+        #expect(log[t[2]]?["reason"] as? String == "DeviceTokenNotForTopic")
+        let ts = try #require(log[t[0]]?["timestamp"] as? String)
+        #expect(ts.hasSuffix("Z"))
+
+        #expect(await Self.tokenCount(server, user: "dead0") == 0, "registered before the 410's timestamp: deactivated")
+        #expect(await Self.tokenCount(server, user: "dead1") == 1, "re-registered after the 410's timestamp: kept")
+        #expect(await Self.tokenCount(server, user: "dead2") == 0, "DeviceTokenNotForTopic: deactivated")
+
+        // Nothing is sent to a deactivated token again.
+        let again = await server.backend("POST", "/v1/notifications",
+            #"{"type":"order_created","app_type":"staff","user_ids":["dead0","dead1","dead2"],"alert":{"title":"t","body":"b"}}"#)
+        #expect(again.body.hasSuffix(#""deliveries":1,"skipped":{"preferences":0,"no_devices":2}}"#), "\(again.body)")
+        try await server.drained()
+        #expect(production.attempts(for: t[0]) == 1)
+        #expect(production.attempts(for: t[2]) == 1)
+        #expect(production.attempts(for: t[1]) == 2)
+    }
+
+    /// BadDeviceToken may mean the other environment: tried there once with the same
+    /// apns-id; success moves the token, a second BadDeviceToken deactivates it.
+    @Test func badDeviceTokenTriesTheOtherEnvironmentOnce() async throws {
+        let t = Harness.tokens(2, seed: 22)
+        let production = try Harness.mock(sandbox: false) {
+            $0.forced = [t[0]: .error(400, "BadDeviceToken"), t[1]: .error(400, "BadDeviceToken")]
+        }
+        let sandbox = try Harness.mock(sandbox: true) { $0.forced = [t[1]: .error(400, "BadDeviceToken")] }
+        defer { production.stop(); sandbox.stop() }
+        let server = ServerProcess(sandbox: sandbox, production: production)
+        try await server.start()
+        defer { Task { await server.stop() } }
+        await BackendAPITests.register(server, user: "moves", token: t[0])
+        await BackendAPITests.register(server, user: "bad", token: t[1])
+
+        let id = try await Self.notify(server, users: ["moves", "bad"])
+        try await server.drained()
+        let log = await Self.deliveries(server, id)
+        let moved = try #require(log[t[0]])
+        #expect(moved["state"] as? String == "delivered")
+        #expect(moved["environment"] as? String == "sandbox")
+        #expect(moved["attempts"] as? Int == 2)
+        let apnsID = try #require(moved["apns_id"] as? String)
+        #expect(production.recordedRequests().first { $0.token == t[0] }?.header("apns-id") == apnsID)
+        #expect(sandbox.recordedRequests().first { $0.token == t[0] }?.header("apns-id") == apnsID, "same apns-id in both")
+
+        let failed = try #require(log[t[1]])
+        #expect(failed["state"] as? String == "failed")
+        #expect(failed["reason"] as? String == "BadDeviceToken")
+        #expect(production.attempts(for: t[1]) == 1 && sandbox.attempts(for: t[1]) == 1, "each environment once")
+        #expect(await Self.tokenCount(server, user: "bad") == 0)
+        #expect(await Self.tokenCount(server, user: "moves") == 1)
+
+        // The moved token now goes to sandbox directly.
+        _ = try await Self.notify(server, users: ["moves"])
+        try await server.drained()
+        #expect(sandbox.attempts(for: t[0]) == 2)
+        #expect(production.attempts(for: t[0]) == 1)
+    }
+
+    /// No answer (APNs unreachable) is not a final entry: back to the outbox with
+    /// backoff, then delivered once APNs is there, with the same apns-id.
+    @Test func noAnswerGoesBackToTheOutbox() async throws {
+        let port = freePort()
+        let token = Harness.tokens(1, seed: 23)[0]
+        // The server's production endpoint: a port the mock takes later.
+        let placeholder = try Harness.mock(sandbox: false) { $0.port = port }
+        placeholder.stop()
+        var options = ServerProcess.Options()
+        options.backoffBaseMillis = 100
+        let server = ServerProcess(sandbox: nil, production: placeholder, options: options)
+        try await server.start()
+        defer { Task { await server.stop() } }
+        await BackendAPITests.register(server, user: "later", token: token)
+        let id = try await Self.notify(server, users: ["later"])
+        let end = Date().addingTimeInterval(20)
+        var attempts = 0
+        while Date() < end {
+            let d = await Self.deliveries(server, id)[token]
+            #expect(d?["state"] as? String == "pending")
+            attempts = d?["attempts"] as? Int ?? 0
+            if attempts >= 2 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(attempts >= 2, "released and tried again")
+        let production = try Harness.mock(sandbox: false) { $0.port = port }
+        defer { production.stop() }
+        try await server.drained(timeout: 30)
+        let d = try #require(await Self.deliveries(server, id)[token])
+        #expect(d["state"] as? String == "delivered")
+        #expect(production.recordedRequests().first?.header("apns-id") == d["apns_id"] as? String)
+        #expect(production.attempts(for: token) == 1)
+    }
+}
+
+/// Crash and shutdown: the outbox is the truth.
+@Suite(.serialized) struct DurabilityTests {
+    /// 5,000 deliveries, kill -9 mid-run, restart with a short lease: every delivery
+    /// ends in exactly one final entry, and every resend carried the apns-id the
+    /// delivery had before the crash.
+    @Test func killNineAndRestart() async throws {
+        let production = try Harness.mock(sandbox: false) {
+            $0.latency = .milliseconds(100)
+            $0.jitter = .milliseconds(50)
+            $0.recordCap = 20_000
+        }
+        defer { production.stop() }
+        var options = ServerProcess.Options()
+        options.leaseSeconds = 2
+        options.batchSize = 250
+        let server = ServerProcess(sandbox: nil, production: production, options: options)
+        let count = 5000
+        let tokens = Harness.tokens(count, seed: 31)
+        do {
+            // Seeded through the store: 5,000 HTTP registrations would only slow the test.
+            let store = try server.store()
+            try await store.migrate()
+            for (i, token) in tokens.enumerated() {
+                try await store.register(DeviceRegistration(userID: "k\(i)", companyID: "crash-co", token: token,
+                                                            platform: "ios", appType: "staff"), now: Int64(Date().timeIntervalSince1970 * 1000))
+            }
+        }
+        try await server.start()
+        let r = await server.backend("POST", "/v1/notifications",
+            #"{"type":"order_created","app_type":"staff","company_id":"crash-co","alert":{"title":"t","body":"b"}}"#)
+        #expect(r.status == 202)
+        #expect(r.body.contains(#""deliveries":5000,"#))
+        let id = try #require(r.json["notification_id"] as? String)
+
+        // Kill once the mock has answered part of the run.
+        let end = Date().addingTimeInterval(60)
+        while production.recordedRequests().count < 800 && Date() < end { try await Task.sleep(for: .milliseconds(20)) }
+        let killed = await server.stop(SIGKILL)
+        #expect(killed == SIGKILL)
+        let before = production.recordedRequests()
+        #expect(before.count < count, "killed mid-run (\(before.count) sent)")
+        let store = try server.store()
+        let pendingAfterCrash = try await store.outboxDepth()
+        #expect(pendingAfterCrash > 0)
+
+        try await server.start()
+        defer { Task { await server.stop() } }
+        try await server.drained(timeout: 120)
+        let log = await server.backend("GET", "/v1/notifications/\(id)").json
+        let summary = try #require(log["summary"] as? [String: Int])
+        #expect(summary == ["pending": 0, "delivered": count, "failed": 0])
+        let deliveries = try #require(log["deliveries"] as? [[String: Any]])
+        #expect(deliveries.count == count, "one entry per delivery")
+        var apnsIDByToken: [String: String] = [:]
+        for d in deliveries { apnsIDByToken[d["token"] as! String] = d["apns_id"] as? String }
+        #expect(Set(apnsIDByToken.keys) == Set(tokens))
+
+        let all = production.recordedRequests()
+        var resent = 0
+        var seen: [String: Int] = [:]
+        for request in all {
+            let token = try #require(request.token)
+            #expect(request.header("apns-id") == apnsIDByToken[token], "a resend carries the same apns-id")
+            seen[token, default: 0] += 1
+        }
+        resent = seen.values.filter { $0 > 1 }.count
+        #expect(seen.count == count, "every delivery was sent")
+        // The in-flight ones at the kill may go twice (same apns-id); no more than that.
+        #expect(seen.values.allSatisfy { $0 <= 2 })
+        print("kill -9: \(before.count) sent before the kill, \(pendingAfterCrash) pending after it, \(resent) resent")
+    }
+
+    /// SIGTERM: the HTTP server stops, the worker finishes what it sent, the clients
+    /// close; exit 0 and nothing in flight lost.
+    @Test func sigtermDrains() async throws {
+        let production = try Harness.mock(sandbox: false) { $0.latency = .milliseconds(800) }
+        defer { production.stop() }
+        let server = ServerProcess(sandbox: nil, production: production)
+        try await server.start()
+        let tokens = Harness.tokens(50, seed: 32)
+        for (i, token) in tokens.enumerated() { await BackendAPITests.register(server, user: "d\(i)", token: token) }
+        let r = await server.backend("POST", "/v1/notifications",
+            #"{"type":"order_created","app_type":"staff","user_ids":[\#((0..<50).map { "\"d\($0)\"" }.joined(separator: ","))],"alert":{"title":"t","body":"b"}}"#)
+        #expect(r.status == 202)
+        let end = Date().addingTimeInterval(20)
+        while production.recordedRequests().isEmpty && Date() < end { try await Task.sleep(for: .milliseconds(10)) }
+        let status = await server.stop(SIGTERM)
+        #expect(status == 0, "\(server.stderr)")
+        #expect(!canConnect(server.port))
+        let store = try server.store()
+        let sent = Set(production.recordedRequests().compactMap(\.token))
+        // Every request that went out has its answer recorded; the rest wait in the outbox.
+        let pending = try await store.outboxDepth()
+        #expect(pending == tokens.count - sent.count, "\(sent.count) sent, \(pending) pending")
+        for token in sent {
+            let d = try #require(await store.delivery(apnsID: production.recordedRequests().first { $0.token == token }!.header("apns-id")!))
+            #expect(d.state == "delivered")
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+@testable import Store
+import TestSupport
+
+/// A migrated store on a fresh file in a scratch folder (removed with the Scratch).
+func makeStore(_ scratch: Scratch, _ name: String = "apns.db") async throws -> SQLiteStore {
+    let store = try SQLiteStore(path: scratch.path(name))
+    try await store.migrate()
+    return store
+}
+
+/// A distinct 64-hex-digit token for each `n`.
+func token(_ n: Int) -> String {
+    String(repeating: String(format: "%08x", 0xabcd_0000 + n), count: 8)
+}
+
+func registration(_ user: String, _ n: Int, app: String = "staff", platform: String = "ios",
+                  company: String? = nil, environment: String = "production",
+                  name: String? = nil) -> DeviceRegistration {
+    DeviceRegistration(userID: user, companyID: company, token: token(n), platform: platform, appType: app,
+                       deviceName: name, environment: environment)
+}
+
+/// Registers `user`'s token `n` and returns its device id.
+@discardableResult
+func register(_ store: SQLiteStore, _ user: String, _ n: Int, app: String = "staff", platform: String = "ios",
+              company: String? = nil, now: Int64 = 1) async throws -> Int64 {
+    try await store.register(registration(user, n, app: app, platform: platform, company: company), now: now)
+    return try #require(try await store.scalar(
+        "SELECT id FROM devices WHERE app_type = '\(app)' AND token = '\(token(n))'"))
+}
+
+/// Enqueues one notification `id` with one delivery per (user, device id) pair.
+@discardableResult
+func enqueue(_ store: SQLiteStore, _ id: String, _ targets: [(user: String, device: Int64)],
+             now: Int64 = 1) async throws -> [NewDelivery] {
+    let deliveries = targets.enumerated().map { i, target in
+        NewDelivery(userID: target.user, deviceID: target.device, token: token(Int(target.device)),
+                    environment: "production", apnsID: "\(id)-\(i)",
+                    payload: Array(#"{"aps":{"alert":"\#(id) \#(i)"}}"#.utf8))
+    }
+    try await store.enqueue(NewNotification(id: id, type: "order_created", entityType: "order", entityID: "o-\(id)",
+                                            appType: "staff"), deliveries, now: now)
+    return deliveries
+}
+
+/// `count` deliveries of one notification, to made-up devices (the outbox does not check them).
+func enqueueMany(_ store: SQLiteStore, _ id: String, count: Int, now: Int64 = 1) async throws {
+    try await enqueue(store, id, (0..<count).map { (user: "u\($0 % 50)", device: Int64($0)) }, now: now)
+}
+
+func delivered(_ id: Int64, status: Int = 200, at time: Int64 = 5, attempts: Int = 1,
+               _ change: DeliveryOutcome.TokenChange? = nil) -> DeliveryOutcome {
+    DeliveryOutcome(deliveryID: id, delivered: status == 200, status: status,
+                    reason: status == 200 ? nil : "Unregistered", timestamp: time, attempts: attempts,
+                    tokenChange: change)
+}

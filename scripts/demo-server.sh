@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# make demo-server: apns-mock and apns-server on loopback with throw-away keys
+# (scripts/gen-pki.sh), two devices registered with the seed's own calls, one
+# event sent, its delivery log printed.   Usage: scripts/demo-server.sh BIN_DIR DEMO_DIR
+set -euo pipefail
+bin=${1:?bin dir}; dir=${2:?demo dir}
+scripts/gen-pki.sh "$dir/pki"
+. "$dir/pki/ids.env"
+work=$dir/server
+rm -rf "$work"; mkdir -p "$work"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
+# An app user's HS256 JWT, signed as the apps' auth backend would (sub = user id).
+jwt() {
+  local header payload input
+  header=$(printf '{"alg":"HS256","typ":"JWT"}' | b64url)
+  payload=$(printf '{"sub":"%s","company_id":"shop-1","exp":%d}' "$1" $(( $(date +%s) + 3600 )) | b64url)
+  input="$header.$payload"
+  printf '%s.%s' "$input" "$(printf '%s' "$input" | openssl dgst -sha256 -hmac "$(cat "$work/user-jwt.secret")" -binary | b64url)"
+}
+
+"$bin/apns-mock" --port 0 --cert "$dir/pki/server.crt" --key "$dir/pki/server.key" \
+  --auth-key "$dir/pki/AuthKey_$KEY_ID.p8" --team-id "$TEAM_ID" --topic "$TOPIC" >"$work/mock.out" 2>"$work/mock.err" &
+mock=$!
+server=
+trap 'kill $server $mock 2>/dev/null; wait $server $mock 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+  grep -q '^listening on' "$work/mock.out" 2>/dev/null && break
+  kill -0 $mock 2>/dev/null || { cat "$work/mock.err" >&2; exit 1; }
+  sleep 0.1
+done
+mock_port=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$work/mock.out")
+
+# The example config, pointed at the mock and the throw-away key.
+api_key=$(openssl rand -hex 24)
+echo "$api_key" >"$work/api-keys"
+openssl rand -hex 32 >"$work/user-jwt.secret"
+chmod 600 "$work/api-keys" "$work/user-jwt.secret"
+cp "$dir/pki/AuthKey_$KEY_ID.p8" "$work/"
+sed -e "s/AuthKey_ABC123DEFG.p8/AuthKey_$KEY_ID.p8/; s/key_id: ABC123DEFG/key_id: $KEY_ID/; s/team_id: DEF123GHIJ/team_id: $TEAM_ID/" \
+    -e "s|# sandbox_endpoint: .*|sandbox_endpoint: https://127.0.0.1:$mock_port|" \
+    -e "s|# production_endpoint: .*|production_endpoint: https://127.0.0.1:$mock_port|" \
+    -e "s|# cacert: .*|cacert: $(cd "$dir/pki" && pwd)/ca.pem|" \
+    -e "s/log_level: info/log_level: warning/" \
+    examples/server/apns-server.yaml >"$work/apns-server.yaml"
+port=$(free_port)
+base=http://127.0.0.1:$port
+APNS_SERVER_LISTEN=127.0.0.1:$port "$bin/apns-server" --config "$work/apns-server.yaml" 2>"$work/server.err" &
+server=$!
+for _ in $(seq 100); do
+  curl -sf "$base/health" >/dev/null 2>&1 && break
+  kill -0 $server 2>/dev/null || { cat "$work/server.err" >&2; exit 1; }
+  sleep 0.1
+done
+echo "== apns-mock on 127.0.0.1:$mock_port (a mock of APNs; nothing leaves this machine), apns-server on $base"
+
+staff1=$(jwt staff-1); staff2=$(jwt staff-2)
+echo; echo "== the staff app registers two devices (the seed's call)"
+curl -s -X POST "$base/api/user/device-token" -H "Authorization: Bearer $staff1" -H "Content-Type: application/json" \
+  -d '{"deviceToken":"a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90","platform":"ios","appType":"staff","deviceName":"iPhone 15 Pro","osVersion":"17.4","appVersion":"1.0.0"}'; echo
+curl -s -X POST "$base/api/user/device-token" -H "Authorization: Bearer $staff2" -H "Content-Type: application/json" \
+  -d '{"deviceToken":"0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0","platform":"ios","appType":"staff","deviceName":"iPhone 13","osVersion":"17.2","appVersion":"1.0.0"}'; echo
+curl -s "$base/api/user/push-preferences" -H "Authorization: Bearer $staff1"; echo
+
+echo; echo "== the backend sends an event (per-user badges: 3 and 2 unread)"
+reply=$(curl -s -X POST "$base/v1/notifications" -H "Authorization: Bearer $api_key" -H "Content-Type: application/json" \
+  -d '{"type":"order_status_changed","entity_type":"order","entity_id":"order-uuid","app_type":"staff","user_ids":["staff-1","staff-2"],"alert":{"title":"Order Ready","body":"Order #1234 is ready for collection"},"badge":{"staff-1":3,"staff-2":2},"sound":"default"}')
+echo "$reply"
+id=$(printf '%s' "$reply" | python3 -c 'import json,sys; print(json.load(sys.stdin)["notification_id"])')
+for _ in $(seq 50); do
+  curl -s "$base/v1/notifications/$id" -H "Authorization: Bearer $api_key" | grep -q '"pending":0' && break
+  sleep 0.1
+done
+echo; echo "== the delivery log: GET /v1/notifications/$id"
+curl -s "$base/v1/notifications/$id" -H "Authorization: Bearer $api_key" | python3 -m json.tool
+kill -TERM $server; wait $server; server=
+echo; echo "== apns-server drained and exited 0 on SIGTERM"
