@@ -3,6 +3,7 @@
 # libFuzzer and the sanitizer runtimes, and lld, come with the Swift toolchain.
 #
 #   make demo      build, a throw-away key and certificate, apns-mock on 127.0.0.1, one send
+#   make demo-server  the same with apns-server: two devices registered, one event, its log
 #   make test      what CI runs (5-6 min from a clean clone on 2 cores): the whole suite, then
 #                  every fuzz harness for a few seconds (fuzz.sh --short) and the sanitizer
 #                  check on a smaller run (sanitize.sh --short: ASan/UBSan tests of the shim
@@ -16,10 +17,10 @@
 
 SWIFT      ?= swift
 CONFIG     ?= release
-DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev nghttp2-client nghttp2-server openssl curl python3
+DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev nghttp2-client nghttp2-server openssl curl python3 time
 DEMO_DIR   := .demo
 
-.PHONY: all deps build demo test soak keys clean bench fuzz sanitize
+.PHONY: all deps build demo demo-server test soak keys clean bench bench-server fuzz sanitize
 
 all: build
 
@@ -42,6 +43,11 @@ keys:
 
 demo: build keys
 	@scripts/demo.sh "$$($(SWIFT) build -c $(CONFIG) --show-bin-path)" $(DEMO_DIR)
+
+# apns-server on loopback: apns-mock, the service (examples/server config), two devices
+# registered with the seed's own calls, one event, its delivery log; SIGTERM drain.
+demo-server: build keys
+	@scripts/demo-server.sh "$$($(SWIFT) build -c $(CONFIG) --show-bin-path)" $(DEMO_DIR)
 
 # A hung test must fail the run, not stall it: the suite takes ~70 s here (a soak run longer).
 test: deps
@@ -68,6 +74,11 @@ sanitize: deps
 # QUICK=1 for one short round; BENCH_N=N sets the headline row's notifications.
 bench: deps
 	QUICK=$(QUICK) BENCH_N=$(BENCH_N) scripts/bench.sh
+
+# apns-server vs apns-send: one notification to 100k stored devices on one apns-mock (median of 3).
+bench-server: deps
+	$(SWIFT) build -c release
+	scripts/bench-server.sh "$$($(SWIFT) build -c release --show-bin-path)" 100000 3
 
 clean:
 	rm -rf .build .build-asan .build-fuzz $(DEMO_DIR)

@@ -22,10 +22,14 @@ extension SQLiteStore {
 
     /// Holds the write lock (an IMMEDIATE transaction) for `milliseconds`, calling
     /// `held` once it has it.
-    func holdWriteLock(milliseconds: Int, held: @escaping @Sendable () -> Void) async throws(StoreError) {
+    /// Holds the write lock until `released()` says so (at most a minute), calling
+    /// `held()` once it has it: a test decides when the lock goes, not a timer a
+    /// starved machine can outlast.
+    func holdWriteLock(held: @escaping @Sendable () -> Void,
+                       until released: @escaping @Sendable () -> Bool) async throws(StoreError) {
         try await write("hold the write lock") { _ in
             held()
-            usleep(useconds_t(milliseconds) * 1000)
+            for _ in 0..<60_000 where !released() { usleep(1_000) }
         }
     }
 }

@@ -46,7 +46,7 @@ public final class SQLiteStore: DeliveryStore {
         config.busyMode = .timeout(TimeInterval(busyTimeout.components.seconds)
             + TimeInterval(busyTimeout.components.attoseconds) / 1e18)
         do {
-            pool = try DatabasePool(path: path, configuration: config)
+            pool = try Self.openPool(path, config, waitingUpTo: busyTimeout)
             // GRDB's pool sets WAL and synchronous=NORMAL on its writer; FULL is
             // per connection, and the writer is the only connection that commits.
             if durability == .powerLoss {
@@ -54,6 +54,22 @@ public final class SQLiteStore: DeliveryStore {
             }
         } catch {
             throw StoreError(error, "cannot open \(path)")
+        }
+    }
+
+    /// Turning WAL on needs the file to itself, and SQLite answers "database is locked"
+    /// there at once instead of through the busy handler: two processes starting on a
+    /// new file at the same moment would see one of them fail. It is tried again for
+    /// as long as a write would wait.
+    private static func openPool(_ path: String, _ config: Configuration,
+                                 waitingUpTo timeout: Duration) throws -> DatabasePool {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            do {
+                return try DatabasePool(path: path, configuration: config)
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY && ContinuousClock.now < deadline {
+                usleep(10_000)
+            }
         }
     }
 

@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 import Testing
 import TestSupport
@@ -16,6 +17,9 @@ import TestSupport
         // Eight workers, four per store, claim in small batches (leases outlive the test)
         // until the outbox has nothing free; every second batch is finished at once, so
         // claims interleave with deletes.
+        // SQLite's busy waiting is not fair, so one store could take everything: every
+        // worker waits after its first batch until all eight have one, then they race.
+        let started = Started()
         let claims = try await withThrowingTaskGroup(of: (worker: Int, ids: [Int64]).self) { group in
             for worker in 0..<8 {
                 let store = worker % 2 == 0 ? first : second
@@ -24,6 +28,10 @@ import TestSupport
                     while true {
                         let batch = try await store.claim(worker: "w\(worker)", limit: 37, leaseMillis: 3_600_000, now: 10)
                         if batch.isEmpty { return (worker, mine) }
+                        if mine.isEmpty {
+                            started.count.withLock { $0 += 1 }
+                            while started.count.withLock({ $0 }) < 8 { try await Task.sleep(for: .milliseconds(1)) }
+                        }
                         mine += batch.map(\.id)
                         if mine.count % 2 == 0 {
                             _ = try await store.finish(worker: "w\(worker)", batch.map { delivered($0.id) }, now: 11)
@@ -89,7 +97,10 @@ import TestSupport
         let holder = try await makeStore(scratch)
         let waiter = try SQLiteStore(path: holder.path, busyTimeout: .milliseconds(50))
         let (locked, signal) = AsyncStream<Void>.makeStream()
-        let held = Task { try await holder.holdWriteLock(milliseconds: 2_000) { signal.yield() } }
+        let release = Mutex(false)
+        let held = Task {
+            try await holder.holdWriteLock(held: { signal.yield() }, until: { release.withLock { $0 } })
+        }
         for await _ in locked { break }
         let error = await #expect(throws: StoreError.self) {
             _ = try await waiter.claim(worker: "w", limit: 1, leaseMillis: 1, now: 1)
@@ -97,6 +108,12 @@ import TestSupport
         #expect(error?.description == "claim: database is locked")
         // Reads do not wait for the writer (WAL).
         #expect(try await waiter.outboxDepth() == 0)
+        release.withLock { $0 = true }
         try await held.value
     }
+}
+
+/// How many workers have their first batch.
+private final class Started: Sendable {
+    let count = Mutex(0)
 }
