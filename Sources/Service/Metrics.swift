@@ -24,11 +24,11 @@ final class ServiceMetrics: Sendable {
 
     /// A final outcome. A type the app's config does not list is counted as "other":
     /// the backend's strings must not grow the label set without bound.
-    func finished(app: String, type: String, delivered: Bool, reason: String?) {
+    func finished(app: String, type: String, delivered: Bool, reason: String?, count: Int = 1) {
         let typeLabel = known[app]?.contains(type) == true ? type : "other"
         counter("apns_server_deliveries_total", "Deliveries that reached a final state",
                 [("app", app), ("type", typeLabel), ("result", delivered ? "delivered" : "failed"),
-                 ("reason", delivered ? "Success" : (reason ?? "Unknown"))]).increment()
+                 ("reason", delivered ? "Success" : (reason ?? "Unknown"))]).increment(by: Int64(count))
     }
 
     /// A delivery given back to the outbox for a later attempt (no answer, or APNs busy).

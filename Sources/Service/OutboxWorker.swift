@@ -27,8 +27,12 @@ final class OutboxWorker: Service, Sendable {
     private let instance = UUID().uuidString.prefix(8).lowercased()
     private let types = Mutex<[String: String]>([:])
 
-    /// How many outcomes are written in one `finish` transaction.
-    static let finishBatch = 512
+    /// How many outcomes are written in one `finish` transaction, at most.
+    static let finishBatch = 2048
+    /// Claimed and not yet answered, per loop, at most, in batches: the engine's
+    /// window is 2,000 requests, and the next claims are in hand before it drains.
+    /// (Answered and not yet recorded: up to 4× more.)
+    static let batchesAhead = 4
 
     init(config: ServerConfig, store: any DeliveryStore, clients: APNsClients, metrics: ServiceMetrics,
          wakeup: WorkerWakeup, logger: Logger) {
@@ -50,7 +54,7 @@ final class OutboxWorker: Service, Sendable {
                 }
             }
         } onGracefulShutdown: {
-            // Stop claiming; the batch in hand is sent and recorded before run returns.
+            // Stop claiming; what is in hand is sent and recorded before run returns.
             self.stopping.store(true, ordering: .releasing)
             for _ in 0..<self.config.worker.concurrency { self.wakeup.wake() }
         }
@@ -59,37 +63,20 @@ final class OutboxWorker: Service, Sendable {
 
     private var isStopping: Bool { stopping.load(ordering: .acquiring) }
 
+    /// One worker: a pipeline rather than batch after batch. It claims while earlier
+    /// claims are still in flight (up to `batchesAhead` batches held), streams every
+    /// message into one long-lived send per APNs client (so the engine's window never
+    /// runs dry between batches), and records the answers in `finishBatch`-sized
+    /// transactions on a writer task of its own, so that the results keep flowing
+    /// while the store writes. Everything held is under one lease, renewed while held.
     private func loop(worker: String) async {
-        while !isStopping {
-            let batch: [ClaimedDelivery]
-            do {
-                batch = try await store.claim(worker: worker, limit: config.worker.batchSize, leaseMillis: leaseMillis,
-                                              now: Clock.nowMillis)
-            } catch {
-                logger.error("outbox claim failed", metadata: ["error": "\(error)"])
-                await wakeup.wait(timeout: .seconds(1))
-                continue
-            }
-            if batch.isEmpty {
-                await wakeup.wait(timeout: .milliseconds(config.worker.pollIntervalMillis))
-                continue
-            }
-            await process(batch, worker: worker)
-            // A full batch suggests more: let the sibling loops look too.
-            if batch.count == config.worker.batchSize { wakeup.wake() }
-        }
-    }
-
-    /// One claimed batch, sent and recorded; returns when every delivery in it is
-    /// finished, released or retried (or its lease was left to expire on a store error).
-    func process(_ batch: [ClaimedDelivery], worker: String) async {
-        let held = HeldSet(batch.map(\.id))
+        let held = HeldSet([])
         let renewal = Task { [store, leaseMillis] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(max(100, leaseMillis / 3)))
                 if Task.isCancelled { break }
                 let ids = held.snapshot
-                if ids.isEmpty { break }
+                if ids.isEmpty { continue }
                 do {
                     try await store.renew(worker: worker, deliveryIDs: ids, leaseMillis: leaseMillis, now: Clock.nowMillis)
                 } catch {
@@ -99,78 +86,104 @@ final class OutboxWorker: Service, Sendable {
         }
         defer { renewal.cancel() }
 
-        let sink = OutcomeSink(worker: worker, store: store, metrics: metrics, logger: logger, held: held,
-                               config: config.worker, shuttingDown: { [self] in isStopping })
-        var groups: [ObjectIdentifier: (APNsClient, [Message<ClaimedDelivery>])] = [:]
-        let active = await activeDevices(of: batch)
-        for claimed in batch {
-            let type = notificationType(claimed)
-            // Deactivated (410, logout, moved to another user) since it was enqueued:
-            // never sent. The store's claim does not filter these, so the worker does.
-            if let active, !active.contains(claimed.delivery.deviceID) {
-                await sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
-                    deliveryID: claimed.id, delivered: false, status: 0, reason: "Inactive", timestamp: Clock.nowMillis,
-                    attempts: claimed.attempts)))
-                continue
-            }
-            guard let app = config.app(claimed.appType), let client = clients.byApp[claimed.appType] else {
-                await sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
-                    deliveryID: claimed.id, delivered: false, status: 0, reason: "UnknownApp", timestamp: Clock.nowMillis,
-                    attempts: claimed.attempts + 1)))
-                continue
-            }
-            do {
-                let notification = try APNs.Notification(
-                    topic: app.topic, pushType: PushType(rawValue: claimed.delivery.pushType) ?? .alert,
-                    priority: claimed.delivery.priority.flatMap(Priority.init(rawValue:)),
-                    expiration: claimed.delivery.expiration.map { .at(unixSeconds: $0) },
-                    collapseID: claimed.delivery.collapseID, payload: Payload(json: claimed.delivery.payload))
-                let environment: Environment = claimed.delivery.environment == "sandbox" ? .sandbox : .production
-                let message = Message(token: claimed.delivery.token, notification: notification, environment: environment,
-                                      apnsID: claimed.delivery.apnsID, context: claimed)
-                groups[ObjectIdentifier(client), default: (client, [])].1.append(message)
-            } catch {
-                // Checked at enqueue time: only a config change (topic) can get here.
-                await sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
-                    deliveryID: claimed.id, delivered: false, status: 0, reason: "InvalidMessage",
-                    timestamp: Clock.nowMillis, attempts: claimed.attempts + 1)))
+        let (jobs, jobQueue) = AsyncStream.makeStream(of: OutcomeSink.Job.self)
+        let sink = OutcomeSink(worker: worker, metrics: metrics, held: held, config: config.worker, jobs: jobQueue,
+                               shuttingDown: { [self] in isStopping })
+        let writer = Task { [store, logger, wakeup] in
+            for await job in jobs {
+                await job.perform(store: store, worker: worker, held: held, wakeup: wakeup, logger: logger)
             }
         }
 
+        let batchSize = config.worker.batchSize
+        let highWater = Self.batchesAhead * batchSize
         await withTaskGroup(of: Void.self) { group in
-            for (client, messages) in groups.values {
-                group.addTask {
-                    for await r in client.send(messages) {
-                        let claimed = r.context
-                        if r.result.attempts > 0 { self.metrics.latency.record(r.result.latency) }
-                        await sink.add(claimed, type: self.notificationType(claimed),
-                                       Self.decide(r.result, claimed, now: Clock.nowMillis))
+            var feeds: [ObjectIdentifier: AsyncStream<Message<ClaimedDelivery>>.Continuation] = [:]
+            // A send that saw no answer (endpoint unreachable) ends every later message
+            // of that send unsent, by the engine's design for one batch: such a feed
+            // is closed and the next message starts a new send.
+            let stale = StaleFeeds()
+            var notifications = NotificationCache()
+            while !isStopping {
+                // Keep the engine fed (claimed and not yet answered: in flight or queued
+                // to send), and memory bounded (held: answered but not yet recorded too).
+                if await sink.unanswered > highWater - batchSize || held.count > 4 * highWater {
+                    try? await Task.sleep(for: .milliseconds(1))
+                    continue
+                }
+                let batch: [ClaimedDelivery]
+                do {
+                    batch = try await store.claim(worker: worker, limit: batchSize, leaseMillis: leaseMillis,
+                                                  now: Clock.nowMillis)
+                } catch {
+                    logger.error("outbox claim failed", metadata: ["error": "\(error)"])
+                    await wakeup.wait(timeout: .seconds(1))
+                    continue
+                }
+                if batch.isEmpty {
+                    // Answers still coming: look again soon (a release may be due);
+                    // otherwise sleep until an enqueue wakes us or the poll interval.
+                    let poll = config.worker.pollIntervalMillis
+                    await wakeup.wait(timeout: .milliseconds(held.count > 0 ? min(20, poll) : poll))
+                    continue
+                }
+                held.insert(batch.map(\.id))
+                await sink.claimed(batch.count)
+                notifications.removeAll()
+                for claimed in batch {
+                    let type = notificationType(claimed)
+                    // Deactivated (410, logout, moved to another user) since it was
+                    // enqueued, as the claim read it: never sent.
+                    guard claimed.deviceActive else {
+                        await sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
+                            deliveryID: claimed.id, delivered: false, status: 0, reason: "Inactive",
+                            timestamp: Clock.nowMillis, attempts: claimed.attempts)))
+                        continue
+                    }
+                    guard let app = config.app(claimed.appType), let client = clients.byApp[claimed.appType] else {
+                        await sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
+                            deliveryID: claimed.id, delivered: false, status: 0, reason: "UnknownApp",
+                            timestamp: Clock.nowMillis, attempts: claimed.attempts + 1)))
+                        continue
+                    }
+                    do {
+                        let notification = try notifications.notification(for: claimed.delivery, topic: app.topic)
+                        let environment: Environment = claimed.delivery.environment == "sandbox" ? .sandbox : .production
+                        let message = Message(token: claimed.delivery.token, notification: notification,
+                                              environment: environment, apnsID: claimed.delivery.apnsID, context: claimed)
+                        let key = ObjectIdentifier(client)
+                        if stale.take(key) {
+                            feeds.removeValue(forKey: key)?.finish()
+                        }
+                        if feeds[key] == nil {
+                            let (stream, feed) = AsyncStream.makeStream(of: Message<ClaimedDelivery>.self)
+                            feeds[key] = feed
+                            group.addTask {
+                                for await r in client.send(stream) {
+                                    let claimed = r.context
+                                    if r.result.status == 0 { stale.mark(key) }
+                                    if r.result.attempts > 0 { self.metrics.latency.record(r.result.latency) }
+                                    await sink.add(claimed, type: self.notificationType(claimed),
+                                                   Self.decide(r.result, claimed, now: Clock.nowMillis))
+                                }
+                            }
+                        }
+                        feeds[key]!.yield(message)
+                    } catch {
+                        // Checked at enqueue time: only a config change (topic) can get here.
+                        await sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
+                            deliveryID: claimed.id, delivered: false, status: 0, reason: "InvalidMessage",
+                            timestamp: Clock.nowMillis, attempts: claimed.attempts + 1)))
                     }
                 }
+                // A full batch suggests more: let the sibling loops look too.
+                if batch.count == batchSize { wakeup.wake() }
             }
+            // Stopping: no more messages; every one sent gets its answer.
+            for feed in feeds.values { feed.finish() }
         }
-        await sink.flush()
-        if await sink.retried { wakeup.wake() }
-    }
-
-    /// The active iOS device ids of the batch's users for their apps, in one read
-    /// per app (the fan-out's own query: `recipients` of those users); nil when the
-    /// store cannot say, and then the batch is sent as claimed rather than held up.
-    func activeDevices(of batch: [ClaimedDelivery]) async -> Set<Int64>? {
-        var usersByApp: [String: Set<String>] = [:]
-        for claimed in batch { usersByApp[claimed.appType, default: []].insert(claimed.delivery.userID) }
-        var active = Set<Int64>()
-        do {
-            for (app, users) in usersByApp {
-                for recipient in try await store.recipients(appType: app, audience: .users(Array(users))) {
-                    for device in recipient.devices { active.insert(device.id) }
-                }
-            }
-        } catch {
-            logger.warning("cannot read device states", metadata: ["error": "\(error)"])
-            return nil
-        }
-        return active
+        await sink.close()
+        await writer.value
     }
 
     /// What to do with one final answer from the engine.
@@ -227,34 +240,96 @@ final class OutboxWorker: Service, Sendable {
     }
 }
 
-/// Collects a batch's decisions and writes them: finishes in transactions of up to
-/// `OutboxWorker.finishBatch`, releases grouped by their backoff, retries one by one
-/// (rare: a BadDeviceToken's first answer).
+/// Collects the decisions of one worker loop and turns them into store writes,
+/// queued to the loop's writer task (so that collecting never waits for SQLite):
+/// finishes in transactions of up to `OutboxWorker.finishBatch`, written when that
+/// many are collected or when every claimed delivery has its decision; releases
+/// grouped by their backoff; retries one by one (rare: a BadDeviceToken's first answer).
 actor OutcomeSink {
     let worker: String
-    let store: any DeliveryStore
     let metrics: ServiceMetrics
-    let logger: Logger
     let held: HeldSet
     let config: ServerConfig.WorkerConfig
+    let jobs: AsyncStream<Job>.Continuation
     let shuttingDown: @Sendable () -> Bool
     private var finishes: [(DeliveryOutcome, app: String, type: String)] = []
     private var releases: [Int64: [Int64]] = [:]  // availableAt → ids
-    private(set) var retried = false
+    /// Claimed, and no decision yet.
+    private var undecided = 0
+    var unanswered: Int { undecided }
 
-    init(worker: String, store: any DeliveryStore, metrics: ServiceMetrics, logger: Logger, held: HeldSet,
-         config: ServerConfig.WorkerConfig, shuttingDown: @escaping @Sendable () -> Bool) {
+    enum Job: Sendable {
+        case finish([(DeliveryOutcome, app: String, type: String)], ServiceMetrics)
+        case release(availableAt: Int64, [Int64])
+        case retry(Int64, environment: String)
+
+        func perform(store: any DeliveryStore, worker: String, held: HeldSet, wakeup: WorkerWakeup,
+                     logger: Logger) async {
+            switch self {
+            case .finish(let batch, let metrics):
+                do {
+                    let ignored = try await store.finish(worker: worker, batch.map(\.0), now: Clock.nowMillis)
+                    if ignored > 0 {
+                        logger.warning("outcomes for deliveries whose lease had expired were ignored",
+                                       metadata: ["count": "\(ignored)"])
+                    }
+                    // One counter update per label set, not per delivery.
+                    var counts: [FinishedKey: Int] = [:]
+                    for (outcome, app, type) in batch {
+                        counts[FinishedKey(app: app, type: type, delivered: outcome.delivered, reason: outcome.reason),
+                               default: 0] += 1
+                    }
+                    for (key, count) in counts {
+                        metrics.finished(app: key.app, type: key.type, delivered: key.delivered, reason: key.reason,
+                                         count: count)
+                    }
+                } catch {
+                    // The leases run out and the deliveries are sent again, with the same apns-ids.
+                    logger.error("outbox finish failed", metadata: ["error": "\(error)", "count": "\(batch.count)"])
+                }
+                held.remove(batch.map(\.0.deliveryID))
+            case .release(let availableAt, let ids):
+                do {
+                    try await store.release(worker: worker, deliveryIDs: ids, availableAt: availableAt, now: Clock.nowMillis)
+                } catch {
+                    logger.error("outbox release failed", metadata: ["error": "\(error)"])
+                }
+                held.remove(ids)
+            case .retry(let id, let environment):
+                do {
+                    try await store.retry(worker: worker, deliveryID: id, environment: environment, now: Clock.nowMillis)
+                } catch {
+                    logger.error("outbox retry failed", metadata: ["error": "\(error)"])
+                }
+                held.remove([id])
+                wakeup.wake()
+            }
+        }
+    }
+
+    struct FinishedKey: Hashable {
+        var app: String
+        var type: String
+        var delivered: Bool
+        var reason: String?
+    }
+
+    init(worker: String, metrics: ServiceMetrics, held: HeldSet, config: ServerConfig.WorkerConfig,
+         jobs: AsyncStream<Job>.Continuation, shuttingDown: @escaping @Sendable () -> Bool) {
         self.worker = worker
-        self.store = store
         self.metrics = metrics
-        self.logger = logger
         self.held = held
         self.config = config
+        self.jobs = jobs
         self.shuttingDown = shuttingDown
     }
 
-    func add(_ claimed: ClaimedDelivery, type: String, _ decision: OutboxWorker.Decision) async {
+    /// `count` more deliveries claimed, each to get one `add`.
+    func claimed(_ count: Int) { undecided += count }
+
+    func add(_ claimed: ClaimedDelivery, type: String, _ decision: OutboxWorker.Decision) {
         let now = Clock.nowMillis
+        undecided -= 1
         switch decision {
         case .final(let outcome):
             finishes.append((outcome, claimed.appType, type))
@@ -270,15 +345,9 @@ actor OutcomeSink {
                 releases[now + delay, default: []].append(claimed.id)
             }
         case .otherEnvironment(let environment):
-            do {
-                try await store.retry(worker: worker, deliveryID: claimed.id, environment: environment, now: now)
-                retried = true
-            } catch {
-                logger.error("outbox retry failed", metadata: ["error": "\(error)"])
-            }
-            held.remove([claimed.id])
+            jobs.yield(.retry(claimed.id, environment: environment))
         }
-        if finishes.count >= OutboxWorker.finishBatch { await flush() }
+        if finishes.count >= OutboxWorker.finishBatch || undecided == 0 { flush() }
     }
 
     /// base × 2^(attempts-1), capped, with ±25 % jitter so a burst does not return as one.
@@ -288,45 +357,78 @@ actor OutcomeSink {
         return Int64(raw * Double.random(in: 0.75...1.25))
     }
 
-    func flush() async {
+    func flush() {
         if !finishes.isEmpty {
-            let batch = finishes
+            jobs.yield(.finish(finishes, metrics))
             finishes.removeAll(keepingCapacity: true)
-            do {
-                let ignored = try await store.finish(worker: worker, batch.map(\.0), now: Clock.nowMillis)
-                if ignored > 0 {
-                    logger.warning("outcomes for deliveries whose lease had expired were ignored",
-                                   metadata: ["count": "\(ignored)"])
-                }
-                for (outcome, app, type) in batch {
-                    metrics.finished(app: app, type: type, delivered: outcome.delivered, reason: outcome.reason)
-                }
-            } catch {
-                // The leases run out and the deliveries are sent again, with the same apns-ids.
-                logger.error("outbox finish failed", metadata: ["error": "\(error)", "count": "\(batch.count)"])
-            }
-            held.remove(batch.map(\.0.deliveryID))
         }
-        if !releases.isEmpty {
-            let groups = releases
-            releases.removeAll()
-            for (availableAt, ids) in groups {
-                do {
-                    try await store.release(worker: worker, deliveryIDs: ids, availableAt: availableAt, now: Clock.nowMillis)
-                } catch {
-                    logger.error("outbox release failed", metadata: ["error": "\(error)"])
-                }
-                held.remove(ids)
-            }
-        }
+        for (availableAt, ids) in releases { jobs.yield(.release(availableAt: availableAt, ids)) }
+        releases.removeAll()
+    }
+
+    /// Writes what is left; the writer ends after it.
+    func close() {
+        flush()
+        jobs.finish()
     }
 }
 
-/// The deliveries of a batch not yet finished, released or retried: the lease
-/// renewal extends exactly these.
+/// Renders each distinct payload once per claimed batch (checking and compacting
+/// it is not free), for every delivery that shares it.
+struct NotificationCache {
+    struct Key: Hashable {
+        var payload: [UInt8]
+        var topic: String
+        var pushType: String
+        var priority: Int?
+        var collapseID: String?
+        var expiration: Int64?
+    }
+    private var made: [Key: APNs.Notification] = [:]
+    /// The claim shares one payload array between neighbours: == on it is an
+    /// identity check, no hashing.
+    private var last: (Key, APNs.Notification)?
+
+    mutating func removeAll() {
+        made.removeAll(keepingCapacity: true)
+        last = nil
+    }
+
+    mutating func notification(for d: NewDelivery, topic: String) throws -> APNs.Notification {
+        let key = Key(payload: d.payload, topic: topic, pushType: d.pushType, priority: d.priority,
+                      collapseID: d.collapseID, expiration: d.expiration)
+        if let last, last.0 == key { return last.1 }
+        if let n = made[key] {
+            last = (key, n)
+            return n
+        }
+        let n = try APNs.Notification(
+            topic: topic, pushType: PushType(rawValue: d.pushType) ?? .alert,
+            priority: d.priority.flatMap(Priority.init(rawValue:)),
+            expiration: d.expiration.map { .at(unixSeconds: $0) },
+            collapseID: d.collapseID, payload: Payload(json: d.payload))
+        made[key] = n
+        last = (key, n)
+        return n
+    }
+}
+
+/// The deliveries a worker loop has claimed and not yet finished, released or
+/// retried: the lease renewal extends exactly these, and their count holds the
+/// claiming back.
 final class HeldSet: Sendable {
     private let ids: Mutex<Set<Int64>>
     init(_ ids: [Int64]) { self.ids = Mutex(Set(ids)) }
     var snapshot: [Int64] { ids.withLock { Array($0) } }
+    var count: Int { ids.withLock { $0.count } }
+    func insert(_ new: [Int64]) { ids.withLock { set in for id in new { set.insert(id) } } }
     func remove(_ done: [Int64]) { ids.withLock { set in for id in done { set.remove(id) } } }
+}
+
+/// The APNs clients whose current send saw no answer (see `OutboxWorker.loop`).
+final class StaleFeeds: Sendable {
+    private let keys = Mutex<Set<ObjectIdentifier>>([])
+    func mark(_ key: ObjectIdentifier) { _ = keys.withLock { $0.insert(key) } }
+    /// Whether `key` was marked, unmarking it.
+    func take(_ key: ObjectIdentifier) -> Bool { keys.withLock { $0.remove(key) != nil } }
 }

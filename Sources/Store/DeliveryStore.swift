@@ -43,7 +43,10 @@ public protocol DeliveryStore: Sendable {
     func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery], now: Int64) async throws(StoreError)
 
     /// Claims up to `limit` pending deliveries whose lease is free or expired, for
-    /// `worker`, until `now + leaseMillis`. A delivery is never held by two workers at once.
+    /// `worker`, until `now + leaseMillis`, oldest first. A delivery is never held by two
+    /// workers at once. Each says whether its device is still what it was at enqueue
+    /// time (`ClaimedDelivery.deviceActive`), read in the same transaction: the
+    /// caller must not send one that is not.
     func claim(worker: String, limit: Int, leaseMillis: Int64, now: Int64) async throws(StoreError) -> [ClaimedDelivery]
 
     /// Extends the lease of deliveries this worker still holds.
@@ -217,15 +220,20 @@ public struct ClaimedDelivery: Sendable, Hashable {
     public var attempts: Int
     /// The other environment was tried already (BadDeviceToken rule): never twice.
     public var crossEnvironmentTried: Bool
+    /// At claim time, the device is still an active iOS token of the delivery's app
+    /// and user. False when it was deactivated (410, logout) or moved to another
+    /// user since the enqueue: such a delivery is never sent.
+    public var deviceActive: Bool
 
     public init(id: Int64, notificationID: String, appType: String, delivery: NewDelivery, attempts: Int,
-                crossEnvironmentTried: Bool) {
+                crossEnvironmentTried: Bool, deviceActive: Bool = true) {
         self.id = id
         self.notificationID = notificationID
         self.appType = appType
         self.delivery = delivery
         self.attempts = attempts
         self.crossEnvironmentTried = crossEnvironmentTried
+        self.deviceActive = deviceActive
     }
 }
 

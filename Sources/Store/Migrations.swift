@@ -9,7 +9,7 @@ import GRDB
 /// steps are one `BEGIN IMMEDIATE` transaction: the second process waits for the
 /// first, then finds nothing to do.
 enum Migrations {
-    static let steps: [String] = [v1]
+    static let steps: [String] = [v1, v2]
 
     static func apply(_ db: Database) throws {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
@@ -108,6 +108,18 @@ enum Migrations {
             claimed_by   TEXT
         );
         CREATE INDEX outbox_by_age ON outbox (available_at, delivery_id);
+        """
+
+    /// The payload once per notification and badge instead of once per delivery (a
+    /// 100k fan-out stored 100k copies of the same bytes). A delivery with a
+    /// `payload_id` has an empty `payload`; older rows keep theirs.
+    static let v2 = """
+        CREATE TABLE payloads (
+            id              INTEGER PRIMARY KEY,
+            notification_id TEXT    NOT NULL REFERENCES notifications (id),
+            bytes           BLOB    NOT NULL
+        );
+        ALTER TABLE deliveries ADD COLUMN payload_id INTEGER REFERENCES payloads (id);
         """
 }
 

@@ -17,18 +17,61 @@ extension SQLiteStore {
                 VALUES (?, ?, ?, ?, ?, ?)
                 """, arguments: [notification.id, notification.type, notification.entityType,
                                  notification.entityID, notification.appType, now])
-            let delivery = try db.cachedStatement(sql: """
-                INSERT INTO deliveries (notification_id, user_id, device_id, token, environment, apns_id,
-                                        payload, push_type, priority, collapse_id, expiration, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            // Each distinct payload once (a fan-out has one per badge value); the
+            // deliveries point at it. The service shares one array per payload, so
+            // the identity check of == usually answers before any hashing.
+            var payloadIDs: [[UInt8]: Int64] = [:]
+            var last: (bytes: [UInt8], id: Int64)?
+            var payloadOf = [Int64](repeating: 0, count: deliveries.count)
+            let insertPayload = try db.cachedStatement(sql: """
+                INSERT INTO payloads (notification_id, bytes) VALUES (?, ?)
                 """)
-            let outbox = try db.cachedStatement(sql: "INSERT INTO outbox (delivery_id, available_at) VALUES (?, ?)")
-            for d in deliveries {
-                try delivery.execute(arguments: [notification.id, d.userID, d.deviceID, d.token, d.environment,
-                                                 d.apnsID, Data(d.payload), d.pushType, d.priority, d.collapseID,
-                                                 d.expiration, now])
-                try outbox.execute(arguments: [db.lastInsertedRowID, now])
+            for (i, d) in deliveries.enumerated() {
+                if let last, last.bytes == d.payload {
+                    payloadOf[i] = last.id
+                    continue
+                }
+                let id: Int64
+                if let known = payloadIDs[d.payload] {
+                    id = known
+                } else {
+                    try insertPayload.execute(arguments: [notification.id, Data(d.payload)])
+                    id = db.lastInsertedRowID
+                    payloadIDs[d.payload] = id
+                }
+                payloadOf[i] = id
+                last = (d.payload, id)
             }
+            // Multi-row inserts: one statement execution per 256 deliveries.
+            let notificationID = notification.id.databaseValue
+            let created = now.databaseValue
+            let empty = Data().databaseValue
+            try db.executeChunked(count: deliveries.count, maxRows: 256, sql: { rows in
+                """
+                INSERT INTO deliveries (notification_id, user_id, device_id, token, environment, apns_id, payload,
+                                        payload_id, push_type, priority, collapse_id, expiration, created_at)
+                VALUES \(placeholders(rows: rows, columns: 13))
+                """
+            }, bind: { i, values in
+                let d = deliveries[i]
+                values.append(notificationID)
+                values.append(d.userID.databaseValue)
+                values.append(d.deviceID.databaseValue)
+                values.append(d.token.databaseValue)
+                values.append(d.environment.databaseValue)
+                values.append(d.apnsID.databaseValue)
+                values.append(empty)
+                values.append(payloadOf[i].databaseValue)
+                values.append(d.pushType.databaseValue)
+                values.append(d.priority.databaseValue)
+                values.append(d.collapseID.databaseValue)
+                values.append(d.expiration.databaseValue)
+                values.append(created)
+            })
+            try db.execute(sql: """
+                INSERT INTO outbox (delivery_id, available_at)
+                SELECT id, ? FROM deliveries WHERE notification_id = ?
+                """, arguments: [now, notification.id])
         }
     }
 
@@ -38,22 +81,43 @@ extension SQLiteStore {
         return try await write("claim") { db in
             // Select and lease in one IMMEDIATE transaction: no other writer, in this
             // process or another, can run between the two statements.
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT d.*, n.app_type
+            // One query on the outbox's index; the device's state comes with each row
+            // (the worker used to read it back per batch). CROSS JOIN keeps SQLite
+            // walking the outbox first, in claim order.
+            let select = try db.cachedStatement(sql: """
+                SELECT d.id, d.notification_id, d.user_id, d.device_id, d.token, d.environment, d.apns_id,
+                       coalesce(p.bytes, d.payload) AS payload, d.push_type, d.priority, d.collapse_id,
+                       d.expiration, d.attempts, d.cross_environment_tried, n.app_type,
+                       coalesce(v.is_active = 1 AND v.user_id = d.user_id AND v.app_type = n.app_type
+                                AND v.platform = 'ios', 0) AS device_active
                 FROM outbox o
-                JOIN deliveries d ON d.id = o.delivery_id
-                JOIN notifications n ON n.id = d.notification_id
+                CROSS JOIN deliveries d ON d.id = o.delivery_id
+                CROSS JOIN notifications n ON n.id = d.notification_id
+                LEFT JOIN devices v ON v.id = d.device_id
+                LEFT JOIN payloads p ON p.id = d.payload_id
                 WHERE o.available_at <= :now AND (o.lease_until IS NULL OR o.lease_until <= :now)
                 ORDER BY o.available_at, o.delivery_id
                 LIMIT :limit
-                """, arguments: ["now": now, "limit": limit])
-            guard !rows.isEmpty else { return [] }
-            let ids: [Int64] = rows.map { $0["id"] }
-            try db.execute(sql: """
+                """)
+            var claimed: [ClaimedDelivery] = []
+            claimed.reserveCapacity(limit)
+            // Deliveries of one notification share their payload: one array for all.
+            var lastData = Data(), lastPayload: [UInt8] = []
+            let rows = try Row.fetchCursor(select, arguments: ["now": now, "limit": limit])
+            while let row = try rows.next() {
+                let payload: Data = row[7]
+                if payload != lastData {
+                    lastData = payload
+                    lastPayload = Array(payload)
+                }
+                claimed.append(ClaimedDelivery(row: row, payload: lastPayload))
+            }
+            guard !claimed.isEmpty else { return [] }
+            try db.cachedStatement(sql: """
                 UPDATE outbox SET lease_until = ?, claimed_by = ?
                 WHERE delivery_id IN (SELECT value FROM json_each(?))
-                """, arguments: [now + leaseMillis, worker, jsonArray(ids)])
-            return rows.map(ClaimedDelivery.init(row:))
+                """).execute(arguments: [now + leaseMillis, worker, jsonArray(claimed.map(\.id))])
+            return claimed
         }
     }
 
@@ -74,34 +138,58 @@ extension SQLiteStore {
                        now: Int64) async throws(StoreError) -> Int {
         guard !outcomes.isEmpty else { return 0 }
         return try await write("finish deliveries") { db in
+            // Set-based: one DELETE of the batch from the outbox, one UPDATE of the log
+            // per 256 outcomes, one UPDATE of the delivered devices; statements per
+            // outcome only for the rare token changes.
+            //
             // Leaving the outbox is the proof of holding it: a second finish, or one
             // from a worker whose row another has claimed, deletes nothing.
-            let leave = try db.cachedStatement(sql: "DELETE FROM outbox WHERE delivery_id = ? AND claimed_by = ?")
-            let record = try db.cachedStatement(sql: """
-                UPDATE deliveries SET state = ?, status = ?, reason = ?, apns_timestamp = ?, attempts = ?,
-                                      finished_at = ?
-                WHERE id = ? AND state = 'pending'
-                RETURNING device_id
+            var left = Set<Int64>(minimumCapacity: outcomes.count)
+            let leave = try db.cachedStatement(sql: """
+                DELETE FROM outbox WHERE claimed_by = ? AND delivery_id IN (SELECT value FROM json_each(?))
+                RETURNING delivery_id
                 """)
-            var ignored = 0
-            for outcome in outcomes {
-                try leave.execute(arguments: [outcome.deliveryID, worker])
-                guard db.changesCount == 1,
-                      let deviceID = try Int64.fetchOne(record, arguments: [
-                          outcome.delivered ? "delivered" : "failed", outcome.status, outcome.reason,
-                          outcome.timestamp, outcome.attempts, now, outcome.deliveryID])
-                else {
-                    ignored += 1
-                    continue
-                }
-                if outcome.delivered {
-                    try db.execute(sql: "UPDATE devices SET last_used_at = ? WHERE id = ?", arguments: [now, deviceID])
-                }
+            let cursor = try Int64.fetchCursor(leave, arguments: [worker, jsonArray(outcomes.map(\.deliveryID))])
+            while let id = try cursor.next() { left.insert(id) }
+            // Once each, in order (a duplicate outcome in the batch is ignored).
+            let held = outcomes.filter { left.remove($0.deliveryID) != nil }
+
+            let finishedAt = now.databaseValue
+            let delivered = "delivered".databaseValue, failed = "failed".databaseValue
+            var deviceOf: [Int64: Int64] = [:]
+            deviceOf.reserveCapacity(held.count)
+            try db.executeChunked(count: held.count, maxRows: 256, sql: { rows in
+                """
+                WITH f (id, state, status, reason, apns_timestamp, attempts) AS (VALUES \(placeholders(rows: rows, columns: 6)))
+                UPDATE deliveries SET state = f.state, status = f.status, reason = f.reason,
+                                      apns_timestamp = f.apns_timestamp, attempts = f.attempts, finished_at = ?
+                FROM f WHERE deliveries.id = f.id AND deliveries.state = 'pending'
+                RETURNING id, device_id
+                """
+            }, bind: { i, values in
+                let o = held[i]
+                values.append(o.deliveryID.databaseValue)
+                values.append(o.delivered ? delivered : failed)
+                values.append(o.status.databaseValue)
+                values.append(o.reason.databaseValue)
+                values.append(o.timestamp.databaseValue)
+                values.append(o.attempts.databaseValue)
+            }, finalArguments: [finishedAt], rows: { row in deviceOf[row[0]] = row[1] })
+
+            var used: [Int64] = []
+            for outcome in held {
+                guard let deviceID = deviceOf[outcome.deliveryID] else { continue }
+                if outcome.delivered { used.append(deviceID) }
                 if let change = outcome.tokenChange {
                     try Self.apply(change, to: deviceID, now: now, db)
                 }
             }
-            return ignored
+            if !used.isEmpty {
+                try db.cachedStatement(sql: """
+                    UPDATE devices SET last_used_at = ? WHERE id IN (SELECT value FROM json_each(?))
+                    """).execute(arguments: [now, jsonArray(used)])
+            }
+            return outcomes.count - deviceOf.count
         }
     }
 
@@ -147,15 +235,14 @@ extension SQLiteStore {
 }
 
 extension ClaimedDelivery {
-    init(row: Row) {
-        let payload: Data = row["payload"]
+    init(row: Row, payload: [UInt8]) {
         self.init(
-            id: row["id"], notificationID: row["notification_id"], appType: row["app_type"],
+            id: row[0], notificationID: row[1], appType: row[14],
             delivery: NewDelivery(
-                userID: row["user_id"], deviceID: row["device_id"], token: row["token"],
-                environment: row["environment"], apnsID: row["apns_id"], payload: Array(payload),
-                pushType: row["push_type"], priority: row["priority"], collapseID: row["collapse_id"],
-                expiration: row["expiration"]),
-            attempts: row["attempts"], crossEnvironmentTried: row["cross_environment_tried"])
+                userID: row[2], deviceID: row[3], token: row[4],
+                environment: row[5], apnsID: row[6], payload: payload,
+                pushType: row[8], priority: row[9], collapseID: row[10],
+                expiration: row[11]),
+            attempts: row[12], crossEnvironmentTried: row[13], deviceActive: row[15])
     }
 }

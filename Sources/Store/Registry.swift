@@ -108,27 +108,44 @@ extension SQLiteStore {
                 devicesInCompany = company
             }
             guard !users.isEmpty else { return [] }
-            let userList = jsonArray(users)
 
             // A company's notification goes only to the devices registered with that
-            // company, even if a user also works elsewhere.
+            // company, even if a user also works elsewhere: those are exactly the
+            // company index's rows (no 100k-user list to join against).
             var devices: [String: [Recipient.Device]] = [:]
-            for row in try Row.fetchAll(db, sql: """
-                SELECT user_id, id, token, environment FROM devices
-                WHERE user_id IN (SELECT value FROM json_each(:users)) AND app_type = :app AND is_active = 1
-                  AND platform = 'ios' AND (:company IS NULL OR company_id = :company)
-                ORDER BY registered_at DESC, id DESC
-                """, arguments: ["users": userList, "app": appType, "company": devicesInCompany]) {
-                devices[row["user_id"], default: []].append(
-                    Recipient.Device(id: row["id"], token: row["token"], environment: row["environment"]))
+            let deviceRows = if let company = devicesInCompany {
+                try Row.fetchCursor(db, sql: """
+                    SELECT user_id, id, token, environment FROM devices
+                    WHERE company_id = ? AND app_type = ? AND is_active = 1 AND platform = 'ios'
+                    ORDER BY registered_at DESC, id DESC
+                    """, arguments: [company, appType])
+            } else {
+                try Row.fetchCursor(db, sql: """
+                    SELECT user_id, id, token, environment FROM devices
+                    WHERE user_id IN (SELECT value FROM json_each(?)) AND app_type = ? AND is_active = 1
+                      AND platform = 'ios'
+                    ORDER BY registered_at DESC, id DESC
+                    """, arguments: [jsonArray(users), appType])
+            }
+            while let row = try deviceRows.next() {
+                devices[row[0], default: []].append(Recipient.Device(id: row[1], token: row[2], environment: row[3]))
             }
 
             var preferences: [String: [String: Bool]] = [:]
-            for row in try Row.fetchAll(db, sql: """
-                SELECT user_id, key, value FROM preferences
-                WHERE user_id IN (SELECT value FROM json_each(?)) AND app_type = ?
-                """, arguments: [userList, appType]) {
-                preferences[row["user_id"], default: [:]][row["key"]] = row["value"]
+            let preferenceRows = if let company = devicesInCompany {
+                try Row.fetchCursor(db, sql: """
+                    SELECT user_id, key, value FROM preferences
+                    WHERE app_type = ?1 AND user_id IN (SELECT user_id FROM devices
+                                                        WHERE company_id = ?2 AND app_type = ?1 AND is_active = 1)
+                    """, arguments: [appType, company])
+            } else {
+                try Row.fetchCursor(db, sql: """
+                    SELECT user_id, key, value FROM preferences
+                    WHERE user_id IN (SELECT value FROM json_each(?)) AND app_type = ?
+                    """, arguments: [jsonArray(users), appType])
+            }
+            while let row = try preferenceRows.next() {
+                preferences[row[0], default: [:]][row[1]] = row[2]
             }
 
             return users.map { Recipient(userID: $0, preferences: preferences[$0] ?? [:], devices: devices[$0] ?? []) }

@@ -43,6 +43,12 @@ public final class SQLiteStore: DeliveryStore {
 
         var config = Configuration()
         config.label = "apns-store"
+        // A 100k fan-out touches a few MB of index pages (apns_id, by notification):
+        // with SQLite's default 2 MB cache the writer re-reads them from the OS;
+        // sorts and temp b-trees stay in memory.
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY")
+        }
         config.busyMode = .timeout(TimeInterval(busyTimeout.components.seconds)
             + TimeInterval(busyTimeout.components.attoseconds) / 1e18)
         do {
@@ -142,4 +148,52 @@ func errnoLine() -> String {
 /// so a statement's text does not change with the list's length and stays cached.
 func jsonArray<T: Encodable>(_ values: [T]) -> String {
     String(decoding: try! JSONEncoder().encode(values), as: UTF8.self)
+}
+
+/// The same for integers, without Foundation's encoder (ids by the thousand).
+func jsonArray(_ values: [Int64]) -> String {
+    var out = "["
+    out.reserveCapacity(values.count * 8 + 2)
+    for (i, v) in values.enumerated() {
+        if i > 0 { out += "," }
+        out += String(v)
+    }
+    return out + "]"
+}
+
+extension Database {
+    /// Runs `sql(rows)` (a statement whose text holds `rows` row placeholders) over
+    /// `count` rows in chunks of powers of two up to `maxRows`, so that at most a
+    /// dozen statement texts are ever prepared and they stay in GRDB's cache.
+    /// `bind(i, &arguments)` appends row `i`'s values; `finalArguments` are bound
+    /// after the rows' (placeholders that follow the rows in the text).
+    func executeChunked(count: Int, maxRows: Int, sql: (Int) -> String,
+                        bind: (Int, inout [DatabaseValue]) -> Void,
+                        finalArguments: [DatabaseValue] = [],
+                        rows each: ((Row) throws -> Void)? = nil) throws {
+        var start = 0
+        var values: [DatabaseValue] = []
+        while start < count {
+            var size = maxRows
+            while size > count - start { size /= 2 }
+            values.removeAll(keepingCapacity: true)
+            for i in start..<(start + size) { bind(i, &values) }
+            values.append(contentsOf: finalArguments)
+            let statement = try cachedStatement(sql: sql(size))
+            statement.setUncheckedArguments(StatementArguments(values))
+            if let each {
+                let cursor = try Row.fetchCursor(statement)
+                while let row = try cursor.next() { try each(row) }
+            } else {
+                try statement.execute()
+            }
+            start += size
+        }
+    }
+}
+
+/// "(?, ?), (?, ?)" for `rows` rows of `columns` values.
+func placeholders(rows: Int, columns: Int) -> String {
+    let row = "(" + Array(repeating: "?", count: columns).joined(separator: ", ") + ")"
+    return Array(repeating: row, count: rows).joined(separator: ", ")
 }
