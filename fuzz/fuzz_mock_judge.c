@@ -98,15 +98,9 @@ static void parse_request(const uint8_t **p, const uint8_t *end, fixture_text_re
     const uint8_t *line;
     size_t len;
     while (fixture_next_line(p, end, &line, &len) && len > 0) {
-        const uint8_t *sep = len > 1 ? memmem(line + 1, len - 1, ": ", 2) : NULL;
-        if (!sep || r->n == FIXTURE_MAX_HEADERS)
+        nghttp2_nv *nv = fixture_add_header(r, line, len);
+        if (!nv)
             continue;
-        nghttp2_nv *nv = &r->nv[r->n++];
-        nv->name = (uint8_t *)line;
-        nv->namelen = (size_t)(sep - line);
-        nv->value = (uint8_t *)sep + 2;
-        nv->valuelen = len - nv->namelen - 2;
-        nv->flags = NGHTTP2_NV_FLAG_NONE;
         if (nv->valuelen == 5 && memcmp(nv->value, "@JWT@", 5) == 0) {
             nv->value = (uint8_t *)bearer;
             nv->valuelen = blen;

@@ -127,3 +127,17 @@ bool fixture_next_line(const uint8_t **p, const uint8_t *end, const uint8_t **li
     *p = nl ? nl + 1 : end;
     return true;
 }
+
+nghttp2_nv *fixture_add_header(fixture_text_request *r, const uint8_t *line, size_t len)
+{
+    const uint8_t *sep = len > 1 ? memmem(line + 1, len - 1, ": ", 2) : NULL;
+    if (!sep || r->n == FIXTURE_MAX_HEADERS)
+        return NULL;
+    nghttp2_nv *nv = &r->nv[r->n++];
+    nv->name = (uint8_t *)line;
+    nv->namelen = (size_t)(sep - line);
+    nv->value = (uint8_t *)sep + 2;
+    nv->valuelen = len - nv->namelen - 2;
+    nv->flags = NGHTTP2_NV_FLAG_NONE;
+    return nv;
+}

@@ -46,6 +46,10 @@ typedef struct {
 ssize_t fixture_read_body(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
                           nghttp2_data_source *src, void *ud);
 
+/* Adds a "name: value" line to r as a header (pointing into the line); returns it,
+ * or NULL for a line without ": " or when r is full. */
+nghttp2_nv *fixture_add_header(fixture_text_request *r, const uint8_t *line, size_t len);
+
 /* Next line of [*p, end) without its '\n'; false at the end. */
 bool fixture_next_line(const uint8_t **p, const uint8_t *end, const uint8_t **line, size_t *len);
 

@@ -12,14 +12,14 @@ trap 'kill $server $mock 2>/dev/null; wait $server $mock 2>/dev/null || true; rm
 server=; mock=
 scripts/gen-pki.sh "$dir/pki"
 . "$dir/pki/ids.env"
+. "$(dirname "$0")/lib/mock.sh"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 peak_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 
 "$bin/apns-mock" --port 0 --cert "$dir/pki/server.crt" --key "$dir/pki/server.key" \
   --auth-key "$dir/pki/AuthKey_$KEY_ID.p8" --team-id "$TEAM_ID" --topic "$TOPIC" >"$dir/mock.out" 2>"$dir/mock.err" &
 mock=$!
-for _ in $(seq 100); do grep -q '^listening on' "$dir/mock.out" 2>/dev/null && break; sleep 0.1; done
-mock_port=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$dir/mock.out")
+mock_port=$(mock_port "$dir/mock.out" "$dir/mock.err" $mock) || exit 1
 
 api_key=$(openssl rand -hex 24); echo "$api_key" >"$dir/api-keys"; openssl rand -hex 32 >"$dir/user-jwt.secret"
 port=$(free_port); base=http://127.0.0.1:$port

@@ -53,6 +53,7 @@ python3 -c 'import json; print(json.dumps({"aps": {"alert": {"title": "Order upd
   "sound": "default"}, "id": 12345}, separators=(",", ":")))' >"$work/payload.json"
 
 . scripts/lib/jwt.sh
+. "$(dirname "$0")/lib/mock.sh"
 jwt=$(es256_jwt "$key" "$KEY_ID" "$TEAM_ID")
 
 # Distinct tokens, one per line, as many as the biggest run; smaller files are its head.
@@ -71,9 +72,7 @@ start_mock() {  # start_mock NAME [FLAGS...]: sets $port
   "$APNS_BIN/apns-mock" --port 0 --cert "$work/pki/server.crt" --key "$work/pki/server.key" \
     --auth-key "$key" --team-id "$TEAM_ID" --topic "$TOPIC" "$@" >"$work/$name.out" 2>"$work/$name.err" &
   mocks+=($!)
-  for _ in $(seq 100); do grep -q listening "$work/$name.out" 2>/dev/null && break; sleep 0.1; done
-  port=$(sed -n 's/.*:\([0-9]*\)$/\1/p' "$work/$name.out")
-  [ -n "$port" ] || { echo "apns-mock did not start: $(cat "$work/$name.err")" >&2; exit 1; }
+  port=$(mock_port "$work/$name.out" "$work/$name.err" "${mocks[-1]}") || exit 1
 }
 start_mock fast
 port_fast=$port

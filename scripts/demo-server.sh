@@ -6,6 +6,7 @@ set -euo pipefail
 bin=${1:?bin dir}; dir=${2:?demo dir}
 scripts/gen-pki.sh "$dir/pki"
 . "$dir/pki/ids.env"
+. "$(dirname "$0")/lib/mock.sh"
 work=$dir/server
 rm -rf "$work"; mkdir -p "$work"
 
@@ -25,12 +26,7 @@ jwt() {
 mock=$!
 server=
 trap 'kill $server $mock 2>/dev/null; wait $server $mock 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-  grep -q '^listening on' "$work/mock.out" 2>/dev/null && break
-  kill -0 $mock 2>/dev/null || { cat "$work/mock.err" >&2; exit 1; }
-  sleep 0.1
-done
-mock_port=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$work/mock.out")
+mock_port=$(mock_port "$work/mock.out" "$work/mock.err" $mock) || exit 1
 
 # The example config, pointed at the mock and the throw-away key.
 api_key=$(openssl rand -hex 24)

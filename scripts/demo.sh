@@ -6,6 +6,7 @@ set -euo pipefail
 bin=${1:?bin dir}; dir=${2:?demo dir}
 pki=$dir/pki
 . "$pki/ids.env"
+. "$(dirname "$0")/lib/mock.sh"
 payload=examples/payloads/order_status_changed.json
 tokens=examples/tokens.txt
 
@@ -14,12 +15,7 @@ tokens=examples/tokens.txt
   --unregistered examples/unregistered.txt --sandbox >"$dir/mock.out" 2>"$dir/mock.err" &
 mock=$!
 trap 'kill $mock 2>/dev/null; wait $mock 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-  grep -q '^listening on' "$dir/mock.out" 2>/dev/null && break
-  kill -0 $mock 2>/dev/null || { cat "$dir/mock.err" >&2; exit 1; }
-  sleep 0.1
-done
-port=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$dir/mock.out")
+port=$(mock_port "$dir/mock.out" "$dir/mock.err" $mock) || exit 1
 echo "== apns-mock listening on 127.0.0.1:$port (a mock of APNs; nothing leaves this machine)"
 echo "== apns-send --topic $TOPIC $payload $tokens"
 echo

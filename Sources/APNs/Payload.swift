@@ -102,7 +102,9 @@ public indirect enum JSONValue: Sendable, Hashable {
         }
     }
 
-    static func writeString(_ s: String, to out: inout [UInt8]) {
+    /// Appends `s` as a JSON string (quotes, backslash escapes, control characters
+    /// as \u00XX): the escaping payloads are written with, shared with apns-server.
+    public static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         for c in s.utf8 {
             switch c {

@@ -1,3 +1,4 @@
+import APNs
 /// A JSON value that keeps what Foundation's types lose and the contracts need:
 /// the order of an object's keys (answers are compared byte for byte, and a
 /// notification's `data` keys go into the payload in the order the backend wrote
@@ -70,23 +71,7 @@ enum JSON: Sendable, Equatable {
     }
 
     static func writeString(_ s: String, to out: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
-        out.append(UInt8(ascii: "\""))
-        for c in s.utf8 {
-            switch c {
-            case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
-            case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
-            case 0x0A: out.append(contentsOf: #"\n"#.utf8)
-            case 0x0D: out.append(contentsOf: #"\r"#.utf8)
-            case 0x09: out.append(contentsOf: #"\t"#.utf8)
-            case 0x00..<0x20:
-                out.append(contentsOf: #"\u00"#.utf8)
-                out.append(hex[Int(c >> 4)])
-                out.append(hex[Int(c & 0xF)])
-            default: out.append(c)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
+        JSONValue.writeString(s, to: &out)
     }
 
     // MARK: Parsing
