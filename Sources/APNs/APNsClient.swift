@@ -44,7 +44,13 @@ public final class APNsClient: Sendable {
             return result
         }
         let lane = try dispatcher.lane(for: environment)
-        return await lane.send(.init(token: device.hex, message: notification.makeCMessage(), apnsID: nil))
+        let pending = Lane.Pending(token: device.hex, notification: notification)
+        let id = lane.nextCallerID()
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { lane.enter(pending, caller: id, $0) }
+        } onCancel: {
+            lane.cancel(caller: id)
+        }
     }
 
     /// Sends to every token and streams one result per token, in completion order.

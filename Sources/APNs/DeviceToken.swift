@@ -8,6 +8,12 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
 
     /// Accepts surrounding white space and upper-case hex; nil for anything else.
     public init?(_ text: some StringProtocol) {
+        // Most tokens arrive as APNs wants them (a backend stores what the app sent):
+        // then the caller's own string is kept, with no copy.
+        if DeviceToken.isCanonical(text.utf8) {
+            hex = String(text)
+            return
+        }
         var utf8 = Array(text.utf8)
         while let last = utf8.last, DeviceToken.isSpace(last) { utf8.removeLast() }
         let start = utf8.firstIndex { !DeviceToken.isSpace($0) } ?? utf8.endIndex
@@ -24,6 +30,12 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { hex }
+
+    private static func isCanonical(_ utf8: some Collection<UInt8>) -> Bool {
+        let n = utf8.count
+        return lengthRange.contains(n) && n % 2 == 0
+            && utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+    }
 
     private static func isSpace(_ c: UInt8) -> Bool {
         c == UInt8(ascii: " ") || c == UInt8(ascii: "\t") || c == UInt8(ascii: "\r") || c == UInt8(ascii: "\n")

@@ -79,7 +79,7 @@ final class Lane: Sendable {
     /// Who is told a request's final result.
     enum Owner: Sendable {
         /// One `send(_:to:)` call, suspended until its answer.
-        case caller(CheckedContinuation<DeliveryResult, Never>)
+        case caller(CallerContinuation)
         /// A batch; the ticket is the batch's own handle on the request.
         case batch(BatchInbox, ticket: Int)
     }
@@ -121,7 +121,7 @@ final class Lane: Sendable {
     /// that completion batch, in one submit), and the caller is resumed only once,
     /// with its result.
     private enum Waiter {
-        case caller(id: Int, Request, CheckedContinuation<DeliveryResult, Never>)
+        case caller(id: Int, Pending, CallerContinuation)
         case batch(BatchInbox)
     }
 
@@ -190,48 +190,69 @@ final class Lane: Sendable {
 
     // MARK: - Sending
 
-    /// Sends one request and waits for its final result. When the table is full
-    /// it waits in line for a slot; cancelled there, it is never sent.
-    func send(_ request: Request) async -> DeliveryResult {
-        let id = callerIDs.add(1, ordering: .relaxed).newValue
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<DeliveryResult, Never>) in
-                var fx = Effects()
-                state.withLock { s in
-                    if s.closed || Task.isCancelled {
-                        let why = s.closed ? APNsError.shutDown.description : "cancelled before it was sent"
-                        fx.finals.append((.caller(c), notSent(request, why), false))
-                    } else if let slot = s.take() {
-                        fill(&s, slot: slot, request, owner: .caller(c), callerID: id)
-                        submit(&s, [slot], resend: false, &fx)
-                        submitStarts(&s, &fx)
-                    } else {
-                        s.waiters.append(.caller(id: id, request, c))
-                    }
-                }
-                fx.run(metrics)
-            }
-        } onCancel: {
-            var fx = Effects()
-            state.withLock { s in
-                // Still in line: it leaves with a result of its own, never sent.
-                if case .caller(_, let request, let c)? = s.waiters.removeFirst(where: {
-                    if case .caller(id, _, _) = $0 { true } else { false }
-                }) {
-                    fx.finals.append((.caller(c), notSent(request, "cancelled before it was sent"), false))
-                } else if let slot = s.slots.firstIndex(where: { $0.callerID == id }) {
-                    // In flight: its answer still counts, but it is not sent again.
-                    s.slots[slot].cancelled = true
-                }
-            }
-            fx.run(metrics)
+    /// One caller's send before it has a slot. Its C message is made only when a slot
+    /// is handed over: a line of 20,000 waiting callers holds no C copy of any payload.
+    /// A class, so that the caller's suspended frame and the line hold one pointer: a
+    /// frame that outgrows the task's first allocator slab costs a kilobyte more.
+    final class Pending: Sendable {
+        let token: String
+        let notification: Notification
+
+        init(token: String, notification: Notification) {
+            self.token = token
+            self.notification = notification
         }
+
+        func request() -> Request { Request(token: token, message: notification.makeCMessage(), apnsID: nil) }
     }
 
-    /// The result of a request that never left: its message is let go here.
-    private func notSent(_ request: Request, _ why: String) -> DeliveryResult {
-        capns_message_release(request.message)
-        return DeliveryResult(token: request.token, apnsID: nil, status: 0, reason: nil, attempts: 0, error: why)
+    /// A caller suspended in `APNsClient.send(_:to:)`. Unsafe, not checked: the lane
+    /// resumes each exactly once (`audit` and the engine tests hold it to that), and
+    /// a checked one costs a heap object per send.
+    typealias CallerContinuation = UnsafeContinuation<DeliveryResult, Never>
+
+    /// A new caller's number, by which its cancellation finds it.
+    func nextCallerID() -> Int { callerIDs.add(1, ordering: .relaxed).newValue }
+
+    /// The synchronous half of one caller's send (the async half is the caller's own
+    /// frame, kept to one so that 20,000 waiting callers stay small): it takes a slot
+    /// and submits, or waits in line for one; `c` is resumed once with the final result.
+    func enter(_ pending: Pending, caller id: Int, _ c: CallerContinuation) {
+        var fx = Effects()
+        state.withLock { s in
+            if s.closed || Task.isCancelled {
+                let why = s.closed ? APNsError.shutDown.description : "cancelled before it was sent"
+                fx.finals.append((.caller(c), notSent(pending.token, why), false))
+            } else if let slot = s.take() {
+                fill(&s, slot: slot, pending.request(), owner: .caller(c), callerID: id)
+                submit(&s, [slot], resend: false, &fx)
+                submitStarts(&s, &fx)
+            } else {
+                s.waiters.append(.caller(id: id, pending, c))
+            }
+        }
+        fx.run(metrics)
+    }
+
+    /// The caller's task was cancelled. Still in line: it leaves with a result of its
+    /// own and is never sent. In flight: its answer still counts, but no resend.
+    func cancel(caller id: Int) {
+        var fx = Effects()
+        state.withLock { s in
+            if case .caller(_, let pending, let c)? = s.waiters.removeFirst(where: {
+                if case .caller(id, _, _) = $0 { true } else { false }
+            }) {
+                fx.finals.append((.caller(c), notSent(pending.token, "cancelled before it was sent"), false))
+            } else if let slot = s.slots.firstIndex(where: { $0.callerID == id }) {
+                s.slots[slot].cancelled = true
+            }
+        }
+        fx.run(metrics)
+    }
+
+    /// The result of a caller's send that never left (it had no C message yet).
+    private func notSent(_ token: String, _ why: String) -> DeliveryResult {
+        DeliveryResult(token: token, apnsID: nil, status: 0, reason: nil, attempts: 0, error: why)
     }
 
     /// How a batch's attempt to start requests went.
@@ -480,9 +501,9 @@ final class Lane: Sendable {
             switch waiter {
             case .batch(let inbox):
                 fx.pokes.append(inbox)
-            case .caller(let id, let request, let c):
+            case .caller(let id, let pending, let c):
                 s.busy += 1
-                fill(&s, slot: slot, request, owner: .caller(c), callerID: id)
+                fill(&s, slot: slot, pending.request(), owner: .caller(c), callerID: id)
                 s.starts.append(slot)
                 return
             }
@@ -538,8 +559,8 @@ final class Lane: Sendable {
             while let waiter = s.waiters.popFirst() {
                 switch waiter {
                 case .batch(let inbox): fx.pokes.append(inbox)
-                case .caller(_, let request, let c):
-                    fx.finals.append((.caller(c), notSent(request, APNsError.shutDown.description), false))
+                case .caller(_, let pending, let c):
+                    fx.finals.append((.caller(c), notSent(pending.token, APNsError.shutDown.description), false))
                 }
             }
         }
