@@ -136,6 +136,7 @@ import TestSupport
     @Test("apns-mock --client-ca serves certificate auth")
     func theExecutableTakesAClientCA() async throws {
         let pki = Fixture.pki
+        #expect(runSync(Package.executable("apns-mock"), ["--help"]).stdout.contains("--client-ca"))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Package.executable("apns-mock"))
         process.arguments = ["--port", "0", "--cert", pki.serverCertificate, "--key", pki.serverKey,
