@@ -46,6 +46,8 @@ final class Connection: Sendable {
                         .body(UnsafeBufferPointer(start: batch, count: count))
                 }
                 cfg.ctx = ctx
+                // Certificate auth: the sender retains the identity for as long as it runs.
+                if case .certificate(let certificate) = c.credentials { cfg.identity = certificate.handle }
                 return capns_sender_create(&cfg, &err, err.count)
             }
         }

@@ -69,6 +69,16 @@ public struct MockConfiguration: Sendable {
     /// Event-loop threads (SO_REUSEPORT listeners).
     public var threads = 1
 
+    // Certificate auth (APNS-PROTOCOL.md, "Certificate-based trust").
+    /// A CA (PEM): the mock asks every client for a TLS certificate and trusts the ones
+    /// this CA issued. A request without an authorization header on a connection with a
+    /// certificate is judged by it: 403 BadCertificate (untrusted, out of date, no Apple
+    /// environment extension), 403 BadCertificateEnvironment (a development certificate
+    /// on a production mock, or the reverse: see `sandbox`), 400 TopicDisallowed (a topic
+    /// the certificate's UID, UID.voip, UID.complication or topic extension does not
+    /// cover). Nil: token auth only.
+    public var clientCA: String?
+
     public struct SettingsDrop: Sendable, Equatable {
         /// After this many requests began on a connection...
         public var after: Int

@@ -132,7 +132,7 @@ struct h2_transport {
 
 /* ---------------------------------------------------------------- h2_tls.c */
 
-SSL_CTX *h2_tls_ctx_new(const char *ca_file, char *err, size_t errlen);
+SSL_CTX *h2_tls_ctx_new(const char *ca_file, const capns_identity *identity, char *err, size_t errlen);
 /* Resolves and starts a non-blocking connect, from the address that last served (if
  * resolved again) then in getaddrinfo's order; -1 with c->error on failure. */
 int h2_tcp_start(h2_conn *c, const char *host, uint16_t port);

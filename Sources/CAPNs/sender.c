@@ -396,6 +396,8 @@ capns_sender *capns_sender_create(const capns_sender_config *cfg, char *err, siz
     s->cfg = *cfg;
     s->cfg.host = strdup(cfg->host);
     s->cfg.ca_file = dup_or_null(cfg->ca_file);
+    if (cfg->identity)      /* certificate auth: held for as long as the transports use it */
+        capns_identity_retain((capns_identity *)cfg->identity);
     snprintf(s->endpoint, sizeof s->endpoint, "%s:%u", cfg->host, (unsigned)cfg->port);
     s->ops = ops;
     s->queue = calloc((size_t)cfg->max_outstanding, sizeof *s->queue);
@@ -419,6 +421,7 @@ capns_sender *capns_sender_create(const capns_sender_config *cfg, char *err, siz
     return s;
 fail:
     pthread_mutex_destroy(&s->lock);
+    capns_identity_release((capns_identity *)s->cfg.identity);
     free((char *)s->cfg.host);
     free((char *)s->cfg.ca_file);
     free(s->queue);
@@ -452,6 +455,7 @@ void capns_sender_destroy(capns_sender *s)
     pthread_join(s->thread, NULL);
     s->ops->destroy(s->impl);
     pthread_mutex_destroy(&s->lock);
+    capns_identity_release((capns_identity *)s->cfg.identity);
     free((char *)s->cfg.host);
     free((char *)s->cfg.ca_file);
     free(s->queue);

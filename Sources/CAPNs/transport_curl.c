@@ -32,6 +32,7 @@
  * NOT_PROCESSED and on_close_socket() counts connections_lost.
  */
 #include "sender_internal.h"
+#include "identity_internal.h"
 
 #include <curl/curl.h>
 #include <openssl/ssl.h>
@@ -351,6 +352,17 @@ static bool build_ca_blob(curl_transport *t, char *err, size_t errlen)
     return true;
 }
 
+/* Certificate auth: curl builds an SSL_CTX per connection and hands it here before
+ * the handshake; the client certificate goes on it from the identity already loaded
+ * and checked (no file or password passes through curl). */
+static CURLcode on_ssl_ctx(CURL *easy, void *ssl_ctx, void *data)
+{
+    const curl_transport *t = data;
+    char err[CAPNS_ERR_MAX];
+    return capns__identity_apply(t->s->cfg.identity, ssl_ctx, err, sizeof err) == 0 ? CURLE_OK
+                                                                                    : CURLE_SSL_CERTPROBLEM;
+}
+
 /* Options every request of this sender shares, set once per easy handle. */
 static xfer *xfer_new(curl_transport *t)
 {
@@ -371,6 +383,10 @@ static xfer *xfer_new(curl_transport *t)
     if (t->ca_blob) {
         struct curl_blob blob = {t->ca_blob, t->ca_blob_len, CURL_BLOB_NOCOPY};
         curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
+    }
+    if (cfg->identity) {
+        curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, on_ssl_ctx);
+        curl_easy_setopt(e, CURLOPT_SSL_CTX_DATA, t);
     }
     if (cfg->connect_timeout_ms > 0)
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)cfg->connect_timeout_ms);

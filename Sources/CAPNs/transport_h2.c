@@ -632,7 +632,7 @@ static void *h2_create(capns_sender *s, char *err, size_t errlen)
         h2_destroy(t);
         return NULL;
     }
-    t->ssl_ctx = h2_tls_ctx_new(s->cfg.ca_file, err, errlen);
+    t->ssl_ctx = h2_tls_ctx_new(s->cfg.ca_file, s->cfg.identity, err, errlen);
     if (!t->ssl_ctx) {
         h2_destroy(t);
         return NULL;

@@ -285,7 +285,10 @@ static mock_answer decide(mock_conn *c, mock_stream *s)
 
     if (s->dup)
         return (mock_answer){400, R_DUPLICATE_HEADERS, -1};
-    if ((a = check_auth(c, s)).status || (a = check_headers(m, s)).status || (a = check_payload(s)).status)
+    /* Certificate auth when the request carries no provider token (client_cert.c). */
+    bool by_certificate = !(s->seen & H_AUTH) && c->cert.present;
+    if ((a = by_certificate ? mock__client_cert_judge(c, s) : check_auth(c, s)).status ||
+        (a = check_headers(m, s)).status || (a = check_payload(s)).status)
         return a;
     if (scripted.status)
         return scripted;

@@ -173,6 +173,22 @@ typedef struct mock_stream {
     size_t resp_len, resp_off;
 } mock_stream;
 
+/* ------------------------------------------ certificate auth (client_cert.c) */
+
+#define MOCK_ENV_SANDBOX 1          /* 1.2.840.113635.100.6.3.1: development */
+#define MOCK_ENV_PRODUCTION 2       /* 1.2.840.113635.100.6.3.2: production */
+
+/* What a connection's client certificate allows, read once after the handshake. */
+typedef struct {
+    bool present;               /* the client presented one */
+    bool trusted;               /* it verified against client_ca_file (chain and dates) */
+    int environments;           /* MOCK_ENV_* bits */
+    bool multi_topic;           /* Apple's topic extension is present */
+    char uid[MOCK_TOPIC_MAX];   /* subject UID (the bundle id), "" when none */
+    char *topics;               /* covered topics, "t1\0t2\0..." */
+    size_t topics_len;
+} mock_client_cert;
+
 /* ------------------------------------------------------- connections */
 
 typedef struct mock_loop mock_loop;
@@ -212,6 +228,7 @@ typedef struct mock_conn {
     int64_t jwt_iat;
     int64_t jwt_since_ns;       /* when the current token was first used */
     uint64_t peak_streams;
+    mock_client_cert cert;      /* certificate auth */
     /* Idle handling. */
     int64_t last_read_ns;
     int64_t last_answer_ns;
@@ -315,6 +332,14 @@ void mock__conn_close(mock_conn *c, bool reset);
 void mock__conn_flush(mock_conn *c);       /* nghttp2 -> TLS, then close if done */
 void mock__conn_apply_limit(mock_conn *c); /* send SETTINGS if the limit changed */
 void mock__conn_idle_check(mock_conn *c);
+
+/* client_cert.c: certificate auth */
+int mock__client_ca_setup(SSL_CTX *ctx, const char *ca_file, char *err, size_t errlen);
+void mock__client_cert_read(mock_conn *c);             /* after the handshake */
+void mock__client_cert_free(mock_client_cert *cc);
+/* A request without authorization on a connection with a client certificate:
+ * status 0 when it passes (a missing apns-topic becomes the certificate's UID). */
+mock_answer mock__client_cert_judge(mock_conn *c, mock_stream *s);
 
 /* judge.c: nghttp2 server callbacks and answering */
 void mock__judge_callbacks(nghttp2_session_callbacks *cbs);

@@ -431,6 +431,7 @@ capns_mock *capns_mock_create(const capns_mock_config *cfg, char *err, size_t er
     m->port = cfg->port;
     m->cfg.host = m->host;
     m->cfg.cert_file = m->cfg.key_file = NULL;      /* used here only */
+    m->cfg.client_ca_file = NULL;
     m->cfg.auth_keys = NULL;
     if (!m->cfg.max_streams)
         m->cfg.max_streams = 1000;
@@ -452,6 +453,7 @@ capns_mock *capns_mock_create(const capns_mock_config *cfg, char *err, size_t er
     m->cfg.topics = (const char *const *)m->topics;
 
     if (!(m->tls = make_tls(cfg->cert_file, cfg->key_file, err, errlen)) ||
+        (cfg->client_ca_file && mock__client_ca_setup(m->tls, cfg->client_ca_file, err, errlen) != 0) ||
         load_keys(m, cfg, err, errlen) != 0 ||
         mock__tokens_init(&m->tokens, cfg->attempts_cap ? cfg->attempts_cap : (1u << 20)) != 0 ||
         nghttp2_session_callbacks_new(&m->callbacks) != 0 || nghttp2_option_new(&m->h2_options) != 0) {

@@ -8,7 +8,8 @@ struct Options: ParsableCommand {
         commandName: "apns-send",
         abstract: "Send one notification payload to every device token in a file, or a file of messages, through APNs.",
         usage: """
-            apns-send --topic TOPIC [--key AuthKey_XXXX.p8 --key-id ID --team-id ID | --config FILE]
+            apns-send --topic TOPIC [--key AuthKey_XXXX.p8 --key-id ID --team-id ID | --config FILE
+                                     | --certificate FILE.p12|FILE.pem [--certificate-password-file FILE]]
                       [--env sandbox|production] [--endpoint https://HOST:PORT] [--cacert CA.pem]
                       [--sandbox-endpoint https://HOST:PORT] [--production-endpoint https://HOST:PORT]
                       [--push-type alert|background|voip|...] [--priority 10|5|1] [--expiration UNIX]
@@ -23,6 +24,14 @@ struct Options: ParsableCommand {
             APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC, APNS_ENV; a relative APNS_KEY_PATH is relative \
             to the file's folder), or the environment variables of the same names. \
             Precedence: flag > config file > environment.
+
+            Certificate auth, in place of a provider key: --certificate FILE.p12|FILE.pem (an \
+            Apple Push Services certificate with its private key; a PEM holds both), and \
+            --certificate-password-file FILE when it has a password (the file's first line; a \
+            password is never taken on the command line). No authorization header is sent: the \
+            TLS client certificate identifies the app. Config and environment keys: \
+            APNS_CERTIFICATE_PATH, APNS_CERTIFICATE_PASSWORD_FILE. A wrong password, an expired \
+            certificate or a key that does not match stops the run before anything is sent (exit 2).
 
             TOKENS.txt: one token per line; surrounding spaces trimmed; blank lines and lines \
             starting with # skipped; upper-case hex accepted (sent lower-case); a repeated token \
@@ -96,6 +105,15 @@ struct Options: ParsableCommand {
 
     @Option(name: .customLong("team-id"), help: "The 10-character Team ID (APNS_TEAM_ID).")
     var teamID: String?
+
+    @Option(help: ArgumentHelp("Certificate auth instead of --key: the Apple Push Services certificate and its key (APNS_CERTIFICATE_PATH).",
+                               valueName: "FILE.p12|FILE.pem"))
+    var certificate: String?
+
+    @Option(name: .customLong("certificate-password-file"),
+            help: ArgumentHelp("A file whose first line is the certificate's password (APNS_CERTIFICATE_PASSWORD_FILE).",
+                               valueName: "file"))
+    var certificatePasswordFile: String?
 
     @Option(help: ArgumentHelp("A file of APNS_* settings in the format of keys.example.", valueName: "file"))
     var config: String?

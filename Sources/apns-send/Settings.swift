@@ -56,9 +56,17 @@ struct Settings {
         case .messages(let path):
             input = .messages(path: path, defaults: try Settings.defaults(o, topic: topic))
         }
-        let credentials = try Settings.credentials(keyPath: setting(o.key, "APNS_KEY_PATH"),
+        let credentials: Credentials
+        switch try Settings.credentialKind(o, file: file, environment: environment) {
+        case .token:
+            credentials = try Settings.credentials(keyPath: setting(o.key, "APNS_KEY_PATH"),
                                                    keyID: setting(o.keyID, "APNS_KEY_ID"),
                                                    teamID: setting(o.teamID, "APNS_TEAM_ID"))
+        case .certificate:
+            credentials = try Settings.certificate(path: setting(o.certificate, "APNS_CERTIFICATE_PATH")!,
+                                                   passwordFile: setting(o.certificatePasswordFile,
+                                                                         "APNS_CERTIFICATE_PASSWORD_FILE"))
+        }
         configuration = try Settings.configuration(o, credentials: credentials, endpoints: endpoints)
         let format = try o.format.map { text throws(UsageError) in
             try Settings.choice(text, flag: "--format", OutputFormat.init(rawValue:), OutputFormat.allCases.map(\.rawValue))
@@ -218,6 +226,59 @@ struct Settings {
         return credentials
     }
 
+    // MARK: certificate auth
+
+    enum CredentialKind { case token, certificate }
+
+    /// Token or certificate: decided by the first source (flags, then --config, then
+    /// the environment) that names either, and a source naming both is an error. So a
+    /// `--certificate` on the command line wins over APNS_KEY_* in the environment.
+    private static func credentialKind(_ o: Options, file: ConfigFile?,
+                                       environment: (String) -> String?) throws(UsageError) -> CredentialKind {
+        let flags = (token: [o.key, o.keyID, o.teamID].contains { $0 != nil },
+                     certificate: o.certificate != nil, password: o.certificatePasswordFile != nil)
+        if flags.token && (flags.certificate || flags.password) {
+            throw UsageError("--certificate replaces --key, --key-id and --team-id (certificate or token auth, not both); give one or the other")
+        }
+        if flags.certificate { return .certificate }
+        if flags.token { return .token }
+        for source in ["--config \(o.config ?? "")", "the environment"] {
+            func named(_ key: String) -> Bool {
+                let value = source == "the environment" ? environment(key) : file?[key]
+                return value.map { !$0.isEmpty } ?? false
+            }
+            let token = ["APNS_KEY_PATH", "APNS_KEY_ID", "APNS_TEAM_ID"].contains(where: named)
+            let certificate = named("APNS_CERTIFICATE_PATH")
+            if token && certificate {
+                throw UsageError("\(source) names both APNS_CERTIFICATE_PATH and APNS_KEY_* (certificate or token auth, not both); keep one")
+            }
+            if certificate { return .certificate }
+            if token { return .token }
+        }
+        if flags.password { throw UsageError("--certificate-password-file needs --certificate FILE.p12|FILE.pem") }
+        return .token       // and its error says what is missing
+    }
+
+    /// The certificate and its key, loaded and checked now (password, dates, key
+    /// against certificate): one line naming the file, never the password.
+    private static func certificate(path: String, passwordFile: String?) throws(UsageError) -> Credentials {
+        var password: String?
+        if let passwordFile {
+            let bytes: [UInt8]
+            do { bytes = try readSmallFile(passwordFile) } catch { throw UsageError(passwordFile, error.reason) }
+            // One line; its line break is not part of the password.
+            var text = bytes[...]
+            if text.last == 0x0A { text = text.dropLast() }
+            if text.last == 0x0D { text = text.dropLast() }
+            password = String(decoding: text, as: UTF8.self)
+            warnIfOthersCanRead(passwordFile)
+        }
+        let certificate: ClientCertificate
+        do { certificate = try ClientCertificate(contentsOf: path, password: password) } catch { throw UsageError(error.description) }
+        warnIfOthersCanRead(path)
+        return .certificate(certificate)
+    }
+
     /// A provider key signs for the whole team: say so when the file is open to
     /// group or others, but go on (the key works, and the run may be wanted).
     private static func warnIfOthersCanRead(_ path: String) {
@@ -302,5 +363,18 @@ struct Endpoints {
     func apply(to c: inout APNsClient.Configuration) {
         c.sandboxEndpoint = overrides[.sandbox]
         c.productionEndpoint = overrides[.production]
+    }
+}
+
+extension Credentials {
+    /// The dry run's "auth" line: what was checked, never secret material.
+    func dryRunDescription(signatures: Int) -> String {
+        switch self {
+        case .token(let t):
+            return "ES256 provider token signed (kid \(t.keyID), iss \(t.teamID); \(signatures) signature\(signatures == 1 ? "" : "s"))"
+        case .certificate(let c):
+            let environments = [c.isForSandbox ? "sandbox" : nil, c.isForProduction ? "production" : nil].compactMap { $0 }
+            return "TLS client certificate for \(c.bundleID ?? "(no UID)") (\(environments.isEmpty ? "no APNs environment marked" : environments.joined(separator: " and ")); topics \(c.topics.joined(separator: ", ")))"
+        }
     }
 }

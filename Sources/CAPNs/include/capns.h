@@ -50,6 +50,48 @@ void capns_key_free(capns_key *key);
 int capns_jwt_sign(const capns_key *key, const char *key_id, const char *team_id,
                    int64_t iat, char *out, size_t outlen, char *err, size_t errlen);
 
+/* ------------------------------------- client certificate (certificate auth) */
+
+/* Certificate-based trust (APNS-PROTOCOL.md, "Certificate-based trust"): the TLS
+ * client certificate identifies the app and no authorization header is sent. A
+ * capns_identity is the certificate, its private key and any chain certificates,
+ * loaded and checked once; immutable, reference counted, shareable by senders. */
+typedef struct capns_identity capns_identity;
+
+/* Why a load failed (*why); the err line says it in words, never the password. */
+typedef enum {
+    CAPNS_IDENTITY_UNREADABLE = 1,      /* cannot open or read the file */
+    CAPNS_IDENTITY_MALFORMED = 2,       /* not PKCS#12, nor PEM holding a certificate and a key */
+    CAPNS_IDENTITY_BAD_PASSWORD = 3,    /* wrong password, or none given for an encrypted file */
+    CAPNS_IDENTITY_EXPIRED = 4,         /* notAfter has passed */
+    CAPNS_IDENTITY_NOT_YET_VALID = 5,   /* notBefore is still ahead */
+    CAPNS_IDENTITY_KEY_MISMATCH = 6,    /* the private key is not the certificate's */
+} capns_identity_error;
+
+/* Environments the certificate is for, from Apple's extensions
+ * 1.2.840.113635.100.6.3.1 (development) and .2 (production). */
+#define CAPNS_IDENTITY_SANDBOX 1
+#define CAPNS_IDENTITY_PRODUCTION 2
+
+/* Loads a PKCS#12 (.p12, DER) or PEM file (certificate and private key in one
+ * file, the key optionally encrypted). password may be NULL (none, or empty).
+ * Returns NULL with *why (when why is not NULL) and err set. */
+capns_identity *capns_identity_load_file(const char *path, const char *password, int *why,
+                                         char *err, size_t errlen);
+void capns_identity_retain(capns_identity *id);
+void capns_identity_release(capns_identity *id);
+
+/* The subject's UID (the bundle id), "" when it has none. */
+const char *capns_identity_uid(const capns_identity *id);
+/* Topics the certificate covers: the UID, UID.voip and UID.complication, then
+ * the strings of Apple's topic extension 1.2.840.113635.100.6.3.6; no repeats. */
+size_t capns_identity_topic_count(const capns_identity *id);
+const char *capns_identity_topic(const capns_identity *id, size_t i);
+/* CAPNS_IDENTITY_SANDBOX | CAPNS_IDENTITY_PRODUCTION bits; 0 when neither is marked. */
+int capns_identity_environments(const capns_identity *id);
+/* notAfter, UNIX seconds. */
+int64_t capns_identity_not_after(const capns_identity *id);
+
 /* ------------------------------------------------------------- messages */
 
 /* What every request of one send shares: headers and payload. Immutable once
@@ -141,6 +183,10 @@ typedef struct {
     int ping_interval_ms;       /* PING a connection idle this long; 0 = never */
     capns_completion_fn on_complete;
     void *ctx;
+    /* certificate auth */
+    const capns_identity *identity;   /* TLS client certificate presented on every connection
+                                         (retained by the sender); NULL for token auth. Use one
+                                         or the other: with an identity, set no authorization */
 } capns_sender_config;
 
 typedef struct capns_sender capns_sender;

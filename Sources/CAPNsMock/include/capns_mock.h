@@ -58,6 +58,15 @@
  * connection's current token was first used -> 429 TooManyProviderTokenUpdates
  * (the connection keeps its token). Verified tokens are cached by their text.
  *
+ * Certificates (client_ca_file set): the mock asks for a client certificate in
+ * every handshake and judges it per request, at step 6, when the request has no
+ * authorization header (with one, the token is judged and the certificate
+ * ignored): 403 BadCertificate (not trusted by client_ca_file, out of its dates,
+ * or no Apple environment extension), 403 BadCertificateEnvironment (sandbox
+ * certificate on a production mock or the reverse), 400 TopicDisallowed (topic
+ * not the subject UID, UID.voip, UID.complication or one listed in the topic
+ * extension 1.2.840.113635.100.6.3.6). No apns-topic: the UID is the topic.
+ *
  * Streams: the initial SETTINGS say MAX_CONCURRENT_STREAMS 1 (initial_streams,
  * for tests whose client sends a burst before reading SETTINGS); the first 200
  * on a connection is followed by SETTINGS raising it to max_streams, as APNs
@@ -153,6 +162,9 @@ typedef struct {
     uint64_t seed;
     int threads;                /* event-loop threads, SO_REUSEPORT listeners; 0 = 1 */
     int no_ping_ack;            /* never acknowledge a client's PING (a half-dead peer) */
+    /* certificate auth */
+    const char *client_ca_file; /* PEM: ask clients for a certificate and trust those it
+                                   issued; NULL = token auth only. See "Certificates" above */
 } capns_mock_config;
 
 typedef struct capns_mock capns_mock;
