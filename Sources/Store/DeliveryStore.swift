@@ -75,6 +75,8 @@ public protocol DeliveryStore: Sendable {
     func delivery(apnsID: String) async throws(StoreError) -> DeliveryView?
     /// Deliveries pending in the outbox.
     func outboxDepth() async throws(StoreError) -> Int
+    /// Those of them not due at `now` (quiet hours, a batching window, a retry's backoff).
+    func outboxWaiting(now: Int64) async throws(StoreError) -> Int
 }
 
 /// A store that cannot do what was asked: the database is unreachable, or refused.

@@ -57,8 +57,10 @@ extension SQLiteStore {
         let keep = try db.cachedStatement(sql: """
             INSERT OR REPLACE INTO holds (device_id, kind, key, delivery_id, closes_at) VALUES (?, ?, ?, ?, ?)
             """)
+        // A member (or a superseded delivery) is final: it never waits itself.
         let carried = try db.cachedStatement(sql: """
-            UPDATE deliveries SET state = ?, carried_by = ?, finished_at = ? WHERE id = ? AND state = 'pending'
+            UPDATE deliveries SET state = ?, carried_by = ?, finished_at = ?, not_before = NULL
+            WHERE id = ? AND state = 'pending'
             """)
         for (i, d) in deliveries.enumerated() {
             guard let hold = d.hold else { continue }

@@ -227,6 +227,12 @@ extension SQLiteStore {
         try await read("count the outbox") { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox") ?? 0 }
     }
 
+    public func outboxWaiting(now: Int64) async throws(StoreError) -> Int {
+        try await read("count the outbox") { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox WHERE available_at > ?", arguments: [now]) ?? 0
+        }
+    }
+
     /// What an answer from APNs says about the token (the service decided which).
     private static func apply(_ change: DeliveryOutcome.TokenChange, to deviceID: Int64, now: Int64, _ db: Database) throws {
         switch change {

@@ -47,12 +47,16 @@ import TestSupport
             let row = await Held.delivery(server, m.apnsID)
             #expect(row["state"] as? String == "batched", "\(row)")
             #expect(row["carried_by"] as? String == carrier)
+            #expect(row["not_before"] == nil, "a member never waits itself")
         }
         var log = await Held.delivery(server, carrier)
         #expect(log["batched"] as? Int == 5)
         #expect(log["not_before"] as? String == TestClock.iso(t0 + 60_000))
         let elmCarrier = try #require(await Held.delivery(server, elmMember.apnsID)["carried_by"] as? String)
         #expect(elmCarrier != carrier)
+        let metrics = await server.request("GET", "/metrics").body
+        #expect(metrics.contains("apns_server_outbox_waiting 2.0\n") && metrics.contains("apns_server_outbox_depth 2.0\n"),
+                "two windows' sends wait: \(metrics.split(separator: "\n").filter { $0.contains("outbox") })")
 
         // Before the window closes, the worker claims (another type gets through) and
         // leaves the windows alone.

@@ -60,11 +60,13 @@ import TestSupport
         // Device 1's job-1 window: c0 carries m0, m2, m4; job-2 and device 2 have their own.
         for (m, c) in [("m0", "c0"), ("m2", "c0"), ("m4", "c0"), ("m1", "c1"), ("m3", "c3")] {
             let view = try #require(try await store.delivery(apnsID: m))
-            #expect(view.state == "batched" && view.carriedBy == c, "\(m): \(view)")
+            #expect(view.state == "batched" && view.carriedBy == c && view.notBefore == nil, "\(m): \(view)")
         }
         #expect(try await store.delivery(apnsID: "c2") == nil, "m2 joined, opened nothing")
         #expect(try await store.delivery(apnsID: "c0")?.batched == 3)
         #expect(try await store.outboxDepth() == 3, "carriers only")
+        #expect(try await store.outboxWaiting(now: 59_999) == 3)
+        #expect(try await store.outboxWaiting(now: 60_000) == 1, "job-2's window closes at 80 s")
         #expect(try await store.claim(worker: "w", limit: 10, leaseMillis: 60_000, now: 59_999).isEmpty)
         let closed = try await store.claim(worker: "w", limit: 10, leaseMillis: 60_000, now: 60_000)
         #expect(closed.map(\.delivery.apnsID) == ["c0", "c1"])
