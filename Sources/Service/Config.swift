@@ -218,7 +218,11 @@ extension ServerConfig {
             guard environment[testClockVariable] == "1" else {
                 throw ConfigError("config: test_clock_file is for tests only: it is refused unless \(testClockVariable)=1 is in the environment")
             }
-            testClockFile = resolve(clock, against: base)
+            let path = resolve(clock, against: base)
+            guard FileManager.default.isReadableFile(atPath: path) else {
+                throw ConfigError("config: test_clock_file: cannot read \(path)")
+            }
+            testClockFile = path
         }
         try reader.rejectUnknown()
 

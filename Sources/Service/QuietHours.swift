@@ -48,6 +48,8 @@ struct QuietHours: Sendable, Equatable {
         self.zone = zone
     }
 
+    static let ianaZones = Set(TimeZone.knownTimeZoneIdentifiers).union(["UTC"])
+
     /// "HH:mm" (00:00 to 23:59, two digits each) as minutes after midnight.
     static func minutes(_ text: String) -> Int? {
         let u = Array(text.utf8)
@@ -71,9 +73,9 @@ struct QuietHours: Sendable, Equatable {
             }
             return .success(.text(text))
         default:
-            // An IANA name ("Europe/London"), as the system's tz database knows it.
-            guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 64,
-                  text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }), TimeZone(identifier: text) != nil
+            // An IANA name ("Europe/London") the system's tz database has; not the
+            // abbreviations and offsets Foundation also takes ("EST", "GMT+2").
+            guard let text = value.stringValue, ianaZones.contains(text), TimeZone(identifier: text) != nil
             else { return .failure(Invalid("preference '\(key)' must be an IANA time zone (e.g. \"Europe/London\")")) }
             return .success(.text(text))
         }
@@ -105,7 +107,8 @@ struct QuietHours: Sendable, Equatable {
             else { return nil }
             day = calendar.dateComponents([.year, .month, .day], from: next)
         }
-        // A wall-clock end that a spring-forward skips is read as the moment after the gap.
+        // A wall-clock end that a spring-forward skips is read past the gap (02:30 is
+        // 03:30 that day); one that a fall-back repeats is its first occurrence.
         guard let ends = calendar.date(from: DateComponents(year: day.year, month: day.month, day: day.day,
                                                             hour: end / 60, minute: end % 60))
         else { return nil }

@@ -81,6 +81,10 @@ import TestSupport
             #expect(r.stderr.split(separator: "\n").count == 1, "\(name): one line, not \(r.stderr)")
             #expect(r.stderr.hasPrefix("apns-server: ") && r.stderr.contains(expected), "\(name): \(r.stderr)")
         }
+        // Allowed by the environment, the clock file must still be there.
+        let path = try Self.config(server, [("log_level: warning", "log_level: warning\ntest_clock_file: no-clock")])
+        let r = await Self.run(["--config", path], environment: ["APNS_SERVER_TEST_CLOCK": "1"])
+        #expect(r.status == 2 && r.stderr.contains("test_clock_file: cannot read") && r.stderr.contains("no-clock"), "\(r.stderr)")
     }
 
     @Test func environmentOverridesListenAndDatabase() async throws {

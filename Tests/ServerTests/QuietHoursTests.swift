@@ -192,6 +192,7 @@ import TestSupport
             (#"{"quietHoursStart":2200}"#, "quietHoursStart' must be a time"),
             (#"{"quietHoursEnabled":"yes"}"#, "quietHoursEnabled' must be true or false"),
             (#"{"timeZone":"Mars/Olympus_Mons"}"#, "timeZone' must be an IANA time zone"),
+            (#"{"timeZone":"GMT+2"}"#, "timeZone' must be an IANA time zone"),
             (#"{"messages":false,"timeZone":"EST5EDT and more"}"#, "timeZone' must be an IANA time zone"),
         ]
         for (body, message) in bad {
