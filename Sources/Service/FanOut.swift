@@ -27,6 +27,12 @@ struct FanOut: Sendable {
         var collapseID: String?
         var priority: Int?
         var expiration: Int64?
+        /// From a named priority (`NamedPriority`): the alert's interruption level.
+        var interruptionLevel: String?
+        /// `"priority":"critical"`, or a type the app marks critical: quiet hours let it through.
+        var critical = false
+        /// For a batching summary's `{entity_title}`; sent in the payload as `entity_title`.
+        var entityTitle: String?
 
         enum Badge: Sendable {
             case none
@@ -50,7 +56,7 @@ struct FanOut: Sendable {
         }
     }
 
-    static let reservedKeys: Set = ["aps", "type", "entity_type", "entity_id"]
+    static let reservedKeys: Set = ["aps", "type", "entity_type", "entity_id", "entity_title"]
     static let maxUsers = 10_000
 
     func parse(_ body: JSON) throws(APIError) -> Request {
@@ -61,6 +67,7 @@ struct FanOut: Sendable {
         guard let app = config.app(appType) else { throw .badRequest("unknown app_type '\(appType)'") }
         let entityType = try optionalString(body, "entity_type")
         let entityID = try optionalString(body, "entity_id")
+        let entityTitle = try optionalString(body, "entity_title")
 
         let userIDs = body["user_ids"].flatMap { $0.isNull ? nil : $0 }
         let companyID = body["company_id"].flatMap { $0.isNull ? nil : $0 }
@@ -149,9 +156,20 @@ struct FanOut: Sendable {
         }
 
         var priority: Int?
+        var named: NamedPriority?
         if let p = body["priority"], !p.isNull {
-            guard let n = p.intValue, [10, 5, 1].contains(n) else { throw .badRequest("priority must be 10, 5 or 1") }
-            priority = n
+            if let name = p.stringValue {
+                guard let level = NamedPriority(rawValue: name) else {
+                    throw .badRequest("priority must be low, normal, high or critical (or APNs' 10, 5 or 1)")
+                }
+                named = level
+                priority = level.apnsPriority
+            } else {
+                guard let n = p.intValue, [10, 5, 1].contains(n) else {
+                    throw .badRequest("priority must be low, normal, high or critical (or APNs' 10, 5 or 1)")
+                }
+                priority = n
+            }
         }
         var expiration: Int64?
         if let e = body["expiration"], !e.isNull {
@@ -163,6 +181,9 @@ struct FanOut: Sendable {
         var request = Request(type: type, entityType: entityType, entityID: entityID, app: app, audience: audience,
                               alert: alert, badge: badge, sound: sound, mutableContent: mutable, threadID: threadID,
                               data: data, collapseID: collapseID, priority: priority, expiration: expiration)
+        request.interruptionLevel = named?.interruptionLevel
+        request.critical = named == .critical || app.types[type]?.critical == true
+        request.entityTitle = entityTitle
         // The largest payload this request can make must fit, and the engine must
         // accept the headers: checked now, so a 400 stores nothing.
         try request.checkSendable()
@@ -182,7 +203,15 @@ struct FanOut: Sendable {
     }
 
     /// Fans out and commits. Returns only once every delivery is in the outbox.
+    ///
+    /// Per user, at `now`: in quiet hours (and not critical), the app's mode makes the
+    /// payload silent or holds the deliveries until the hours end (`notBefore`; with a
+    /// collapse id, a `.defer` hold: the latest wins). A type with a `coalesce` rule
+    /// holds each delivery in its device's window for (type, entity) instead, to go
+    /// once when the window closes (or when quiet hours end, if later).
     func run(_ request: Request) async throws -> Result {
+        let now = Clock.nowMillis
+        let coalesce = request.app.types[request.type]?.coalesce
         let recipients = try await store.recipients(appType: request.app.appType, audience: request.audience)
         var byUser: [String: Recipient] = [:]
         for r in recipients { byUser[r.userID] = r }
@@ -194,7 +223,7 @@ struct FanOut: Sendable {
         var deliveries: [NewDelivery] = []
         var ids = APNsIDs()
         var skippedPreferences = 0, skippedNoDevices = 0
-        var payloadByBadge: [Int?: [UInt8]] = [:]
+        var payloads: [PayloadVariant: [UInt8]] = [:]
         for userID in users {
             // No device first: such a user could not be reached whatever they chose.
             guard let recipient = byUser[userID], !recipient.devices.isEmpty else {
@@ -205,29 +234,58 @@ struct FanOut: Sendable {
                 skippedPreferences += 1
                 continue
             }
-            let badge = request.badge(for: userID)
+            var silent = false
+            var heldUntil: Int64?
+            if !request.critical, let quiet = QuietHours(preferences: recipient.preferences),
+               let end = quiet.end(ifQuietAt: now) {
+                switch request.app.quietHours {
+                case .silent: silent = true
+                case .defer: heldUntil = end
+                }
+            }
+            let variant = PayloadVariant(badge: request.badge(for: userID), silent: silent)
             let payload: [UInt8]
-            if let cached = payloadByBadge[badge] {
+            if let cached = payloads[variant] {
                 payload = cached
             } else {
-                payload = request.payload(badge: badge)
-                payloadByBadge[badge] = payload
+                payload = request.payload(badge: variant.badge, silent: silent)
+                payloads[variant] = payload
             }
             for device in recipient.devices {
-                deliveries.append(NewDelivery(
+                var delivery = NewDelivery(
                     userID: userID, deviceID: device.id, token: device.token, environment: device.environment,
                     apnsID: ids.next(), payload: payload, pushType: "alert",
-                    priority: request.priority, collapseID: request.collapseID, expiration: request.expiration))
+                    priority: request.priority, collapseID: request.collapseID, expiration: request.expiration,
+                    notBefore: heldUntil)
+                if let coalesce {
+                    let closes = now + Int64(coalesce.windowSeconds) * 1000
+                    delivery.notBefore = max(closes, heldUntil ?? closes)
+                    delivery.hold = Hold(
+                        kind: .coalesce(carrierAPNsID: ids.next(),
+                                        carrierCollapseID: Coalescing.collapseID(user: userID, type: request.type,
+                                                                                 entityID: request.entityID)),
+                        key: Coalescing.key(type: request.type, entityID: request.entityID), closesAt: closes)
+                } else if let heldUntil, let collapseID = request.collapseID {
+                    delivery.hold = Hold(kind: .defer, key: collapseID, closesAt: heldUntil)
+                }
+                deliveries.append(delivery)
             }
         }
         let notification = NewNotification(id: UUID().uuidString.lowercased(), type: request.type,
                                            entityType: request.entityType, entityID: request.entityID,
                                            appType: request.app.appType)
-        try await store.enqueue(notification, deliveries, now: Clock.nowMillis)
+        try await store.enqueue(notification, deliveries, now: now)
         metrics.notification(app: request.app.appType, deliveries: deliveries.count)
         return Result(notificationID: notification.id, deliveries: deliveries.count,
                       skippedPreferences: skippedPreferences, skippedNoDevices: skippedNoDevices)
     }
+}
+
+/// One payload per badge value and quiet-hours treatment, shared by every delivery
+/// that has them.
+struct PayloadVariant: Hashable {
+    var badge: Int?
+    var silent: Bool
 }
 
 extension FanOut.Request.Badge {
@@ -243,17 +301,20 @@ extension FanOut.Request {
         }
     }
 
-    /// `{"aps":{"alert":…,"badge":…,"sound":…},"type":…,"entity_type":…,"entity_id":…, …data}`
-    func payload(badge: Int?) -> [UInt8] {
+    /// `{"aps":{"alert":…,"badge":…,"sound":…},"type":…,"entity_type":…,"entity_id":…, …data}`.
+    /// Silent (quiet hours): no sound, and `interruption-level: passive`.
+    func payload(badge: Int?, silent: Bool = false) -> [UInt8] {
         var aps: [(String, JSON)] = []
         if let alert { aps.append(("alert", alert)) }
         if let badge { aps.append(("badge", .int(badge))) }
-        if let sound { aps.append(("sound", sound)) }
+        if let sound, !silent { aps.append(("sound", sound)) }
         if let threadID { aps.append(("thread-id", .string(threadID))) }
         if mutableContent { aps.append(("mutable-content", .int(1))) }
+        if let level = silent ? "passive" : interruptionLevel { aps.append(("interruption-level", .string(level))) }
         var object: [(String, JSON)] = [("aps", .object(aps)), ("type", .string(type))]
         if let entityType { object.append(("entity_type", .string(entityType))) }
         if let entityID { object.append(("entity_id", .string(entityID))) }
+        if let entityTitle { object.append(("entity_title", .string(entityTitle))) }
         object.append(contentsOf: data)
         return JSON.object(object).bytes
     }
@@ -266,8 +327,9 @@ extension FanOut.Request {
         case .all(let n): badges = [n]
         case .perUser(let map): badges = [nil] + (map.values.max().map { [$0] } ?? [])
         }
-        for b in badges {
-            let bytes = payload(badge: b)
+        // Quiet hours' silent variant too: it may be the larger (passive for a sound).
+        for (b, silent) in badges.flatMap({ b in [(b, false), (b, true)] }) {
+            let bytes = payload(badge: b, silent: silent)
             do {
                 _ = try APNs.Notification(topic: app.topic, pushType: .alert, priority: priority.flatMap(Priority.init(rawValue:)),
                                      expiration: expiration.map { .at(unixSeconds: $0) }, collapseID: collapseID,

@@ -147,7 +147,8 @@ final class OutboxWorker: Service, Sendable {
                         continue
                     }
                     do {
-                        let notification = try notifications.notification(for: claimed.delivery, topic: app.topic)
+                        let notification = try notifications.notification(
+                            for: Self.summarized(claimed, type: type, app: app), topic: app.topic)
                         let environment: Environment = claimed.delivery.environment == "sandbox" ? .sandbox : .production
                         let message = Message(token: claimed.delivery.token, notification: notification,
                                               environment: environment, apnsID: claimed.delivery.apnsID, context: claimed)
@@ -184,6 +185,19 @@ final class OutboxWorker: Service, Sendable {
         }
         await sink.close()
         await writer.value
+    }
+
+    /// A coalescing window's send that carries two or more: its alert body becomes the
+    /// type's summary (rendered now, from the latest payload and the count the claim
+    /// read). Anything else, or a summary that would not fit, goes as it is.
+    static func summarized(_ claimed: ClaimedDelivery, type: String, app: AppConfig) -> NewDelivery {
+        guard claimed.batched > 1, let template = app.types[type]?.coalesce?.summary,
+              let payload = Coalescing.summarize(claimed.delivery.payload, count: claimed.batched, template: template),
+              payload.count <= PushType.alert.payloadLimit
+        else { return claimed.delivery }
+        var delivery = claimed.delivery
+        delivery.payload = payload
+        return delivery
     }
 
     /// What to do with one final answer from the engine.

@@ -54,6 +54,10 @@ public enum APNsServer {
             return handler
         }
         let logger = Logger(label: "apns-server")
+        if let file = config.testClockFile {
+            Clock.useTestClock(file: file)
+            logger.warning("test clock: the time is read from \(file) (\(ServerConfig.testClockVariable)=1; never in production)")
+        }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
 

@@ -8,7 +8,7 @@ extension SQLiteStore {
             guard let row = try Row.fetchOne(db, sql: "SELECT id, type, entity_id, created_at FROM notifications WHERE id = ?",
                                              arguments: [id])
             else { return nil }
-            let deliveries = try Row.fetchAll(db, sql: "SELECT \(DeliveryView.columns) FROM deliveries WHERE notification_id = ? ORDER BY id",
+            let deliveries = try Row.fetchAll(db, sql: "SELECT \(DeliveryView.columns) FROM \(DeliveryView.tables) WHERE d.notification_id = ? ORDER BY d.id",
                                               arguments: [id]).map(DeliveryView.init(row:))
             return NotificationView(id: row["id"], type: row["type"], entityID: row["entity_id"],
                                     createdAt: row["created_at"], deliveries: deliveries)
@@ -17,7 +17,7 @@ extension SQLiteStore {
 
     public func delivery(apnsID: String) async throws(StoreError) -> DeliveryView? {
         try await read("read delivery \(apnsID)") { db in
-            try Row.fetchOne(db, sql: "SELECT \(DeliveryView.columns) FROM deliveries WHERE apns_id = ?",
+            try Row.fetchOne(db, sql: "SELECT \(DeliveryView.columns) FROM \(DeliveryView.tables) WHERE d.apns_id = ?",
                              arguments: [apnsID]).map(DeliveryView.init(row:))
         }
     }
@@ -26,14 +26,17 @@ extension SQLiteStore {
 extension DeliveryView {
     /// Everything but the payload, which the log does not show.
     static let columns = """
-        notification_id, user_id, token, environment, state, apns_id, status, reason, apns_timestamp,
-        attempts, finished_at
+        d.notification_id, d.user_id, d.token, d.environment, d.state, d.apns_id, d.status, d.reason,
+        d.apns_timestamp, d.attempts, d.finished_at, d.not_before, d.batched, c.apns_id AS carried_by
         """
+    /// A member names its carrier by apns-id (the one the backend knows).
+    static let tables = "deliveries d LEFT JOIN deliveries c ON c.id = d.carried_by"
 
     init(row: Row) {
         self.init(notificationID: row["notification_id"], userID: row["user_id"], token: row["token"],
                   environment: row["environment"], state: row["state"], apnsID: row["apns_id"],
                   status: row["status"], reason: row["reason"], timestamp: row["apns_timestamp"],
-                  attempts: row["attempts"], finishedAt: row["finished_at"])
+                  attempts: row["attempts"], finishedAt: row["finished_at"], notBefore: row["not_before"],
+                  carriedBy: row["carried_by"], batched: row["batched"])
     }
 }

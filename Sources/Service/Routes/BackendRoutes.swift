@@ -91,20 +91,27 @@ struct BackendRoutes: Sendable {
     // Built outside the async handler: Swift 6.3's optimizer crashed splitting the
     // handler's coroutine with this literal inside it (release builds only).
     static func json(_ view: NotificationView) -> JSON {
-        var pending = 0, delivered = 0, failed = 0
+        var pending = 0, delivered = 0, failed = 0, batched = 0, superseded = 0
         for d in view.deliveries {
             switch d.state {
             case "delivered": delivered += 1
             case "failed": failed += 1
+            case "batched": batched += 1
+            case "superseded": superseded += 1
             default: pending += 1
             }
         }
+        var summary: [(String, JSON)] = [("pending", .int(pending)), ("delivered", .int(delivered)), ("failed", .int(failed))]
+        // Only when there are some: a notification without quiet hours or batching
+        // keeps the summary issue #10 defined.
+        if batched > 0 { summary.append(("batched", .int(batched))) }
+        if superseded > 0 { summary.append(("superseded", .int(superseded))) }
         return .object([
             ("notification_id", .string(view.id)),
             ("type", .string(view.type)),
             ("entity_id", view.entityID.map(JSON.string) ?? .null),
             ("created_at", Clock.json(view.createdAt)),
-            ("summary", .object([("pending", .int(pending)), ("delivered", .int(delivered)), ("failed", .int(failed))])),
+            ("summary", .object(summary)),
             ("deliveries", .array(view.deliveries.map(BackendRoutes.json))),
         ])
     }
@@ -121,7 +128,7 @@ struct BackendRoutes: Sendable {
     }
 
     static func json(_ d: DeliveryView) -> JSON {
-        .object([
+        var members: [(String, JSON)] = [
             ("user_id", .string(d.userID)),
             ("token", .string(d.token)),
             ("environment", .string(d.environment)),
@@ -132,6 +139,11 @@ struct BackendRoutes: Sendable {
             ("timestamp", Clock.json(d.timestamp)),
             ("attempts", .int(d.attempts)),
             ("finished_at", Clock.json(d.finishedAt)),
-        ])
+        ]
+        // Quiet hours and batching, only where they apply.
+        if let notBefore = d.notBefore { members.append(("not_before", Clock.json(notBefore))) }
+        if let batched = d.batched { members.append(("batched", .int(batched))) }
+        if let carrier = d.carriedBy { members.append(("carried_by", .string(carrier))) }
+        return .object(members)
     }
 }
