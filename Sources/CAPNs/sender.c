@@ -51,7 +51,13 @@ capns_message *capns_message_create(const capns_message_spec *spec)
 {
     /* The transports write these strings into headers as they are. */
     if (!value_ok_or_null(spec->topic) || !value_ok_or_null(spec->push_type) ||
-        !value_ok_or_null(spec->collapse_id)) {
+        !value_ok_or_null(spec->collapse_id) || !value_ok_or_null(spec->channel_id)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    /* A broadcast's bundle id goes into :path: one segment, bounded. */
+    size_t bundle_len = spec->topic ? strlen(spec->topic) : 0;
+    if (spec->channel_id && (bundle_len == 0 || bundle_len > CAPNS_BUNDLE_MAX || strchr(spec->topic, '/'))) {
         errno = EINVAL;
         return NULL;
     }
@@ -73,8 +79,13 @@ capns_message *capns_message_create(const capns_message_spec *spec)
     if (spec->payload_len)
         memcpy(m->payload, spec->payload, spec->payload_len);
     snprintf(m->content_length, sizeof m->content_length, "%zu", spec->payload_len);
+    if (spec->channel_id) {
+        m->channel_id = strdup(spec->channel_id);
+        if ((m->path = malloc(sizeof "/4/broadcasts/apps/" + bundle_len)))
+            snprintf(m->path, sizeof "/4/broadcasts/apps/" + bundle_len, "/4/broadcasts/apps/%s", spec->topic);
+    }
     if (!m->topic || !m->payload || (spec->push_type && !m->push_type) ||
-        (spec->collapse_id && !m->collapse_id)) {
+        (spec->collapse_id && !m->collapse_id) || (spec->channel_id && (!m->channel_id || !m->path))) {
         capns_message_release(m);
         errno = ENOMEM;
         return NULL;
@@ -94,6 +105,8 @@ void capns_message_release(capns_message *m)
     free(m->topic);
     free(m->push_type);
     free(m->collapse_id);
+    free(m->channel_id);
+    free(m->path);
     free(m->payload);
     free(m);
 }
