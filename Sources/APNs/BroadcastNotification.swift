@@ -48,12 +48,14 @@ public struct BroadcastNotification: Sendable, Hashable {
     func makeCMessage(bundleID: String, channelID: String) -> OpaquePointer? {
         bundleID.withCString { bundle in
             channelID.withCString { channel in
-                payload.bytes.withUnsafeBufferPointer { body in
-                    var spec = capns_message_spec(
-                        topic: bundle, push_type: "liveactivity", priority: Int32(priority?.rawValue ?? 0),
-                        expiration: expiration.headerValue, collapse_id: nil,
-                        payload: body.baseAddress, payload_len: body.count, channel_id: channel)
-                    return capns_message_create(&spec)
+                PushType.liveactivity.rawValue.withCString { pushType in
+                    payload.bytes.withUnsafeBufferPointer { body in
+                        var spec = capns_message_spec(
+                            topic: bundle, push_type: pushType, priority: Int32(priority?.rawValue ?? 0),
+                            expiration: expiration.headerValue, collapse_id: nil,
+                            payload: body.baseAddress, payload_len: body.count, channel_id: channel)
+                        return capns_message_create(&spec)
+                    }
                 }
             }
         }
