@@ -86,7 +86,7 @@ extension Notification {
                         var spec = capns_message_spec(
                             topic: topic, push_type: pushType, priority: Int32(priority?.rawValue ?? 0),
                             expiration: expiration?.headerValue ?? -1, collapse_id: collapse,
-                            payload: body.baseAddress, payload_len: body.count)
+                            payload: body.baseAddress, payload_len: body.count, channel_id: nil)
                         return capns_message_create(&spec)
                     }
                 }

@@ -68,6 +68,12 @@ public struct MockConfiguration: Sendable {
     public var seed: UInt64 = 0
     /// Event-loop threads (SO_REUSEPORT listeners).
     public var threads = 1
+    /// Broadcast channels each bundle id may have (Apple's limit is 10,000); one more
+    /// create is answered 400 CannotCreateChannelConfig.
+    public var channelLimit = 10_000
+    /// Off: every channel management and broadcast request is answered 400
+    /// FeatureNotEnabled, as for an app without the broadcast capability.
+    public var broadcastEnabled = true
 
     // Certificate auth (APNS-PROTOCOL.md, "Certificate-based trust").
     /// A CA (PEM): the mock asks every client for a TLS certificate and trusts the ones

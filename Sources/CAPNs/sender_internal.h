@@ -28,6 +28,9 @@ struct capns_message {
     uint8_t *payload;
     size_t payload_len;
     char content_length[24];    /* payload_len spelled out, for transports that send it */
+    /* Broadcast (capns_message_spec.channel_id): both NULL for a device push. */
+    char *channel_id;
+    char *path;                 /* "/4/broadcasts/apps/<topic>" */
 };
 
 /* A request as the sender keeps it: copied at submit, so the caller's memory is free. */

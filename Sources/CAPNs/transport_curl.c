@@ -76,8 +76,8 @@ typedef struct xfer {
     bool no_h2;                 /* the prereq callback refused the connection */
     capns_queued q;
     hdrset *headers;
-    struct curl_slist id_node;  /* "apns-id: ..." then headers->list */
-    char id_line[16 + CAPNS_UUID_LEN];
+    struct curl_slist id_node;  /* "apns-id: ..." (broadcast: "apns-request-id: ...") then headers->list */
+    char id_line[24 + CAPNS_UUID_LEN];
     char apns_id[CAPNS_UUID_LEN + 1];
     char unique_id[CAPNS_UUID_LEN + 1];
     char body[BODY_MAX];
@@ -138,7 +138,10 @@ static hdrset *hdrset_build(curl_transport *t, capns_message *m)
     struct curl_slist *l = NULL;
     if (t->authorization[0])
         l = add_header(l, &ok, "authorization", t->authorization);
-    l = add_header(l, &ok, "apns-topic", m->topic);
+    if (m->channel_id)      /* broadcast: the bundle id is in the path */
+        l = add_header(l, &ok, "apns-channel-id", m->channel_id);
+    else
+        l = add_header(l, &ok, "apns-topic", m->topic);
     if (m->push_type)
         l = add_header(l, &ok, "apns-push-type", m->push_type);
     if (m->priority[0])
@@ -226,6 +229,7 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
         return len;
     }
     take_header(buf, len, "apns-id", x->apns_id, sizeof x->apns_id);
+    take_header(buf, len, "apns-request-id", x->apns_id, sizeof x->apns_id);   /* a broadcast's id */
     take_header(buf, len, "apns-unique-id", x->unique_id, sizeof x->unique_id);
     return len;
 }
@@ -458,12 +462,18 @@ static void start(curl_transport *t, capns_queued *q)
     x->no_h2 = false;
     x->apns_id[0] = x->unique_id[0] = x->errbuf[0] = '\0';
     x->body_len = 0;
-    snprintf(x->id_line, sizeof x->id_line, "apns-id: %s", q->apns_id);
+    const capns_message *m = q->message;
+    snprintf(x->id_line, sizeof x->id_line, "%s: %s", m->channel_id ? "apns-request-id" : "apns-id", q->apns_id);
     x->id_node.data = x->id_line;
     x->id_node.next = h->list;
 
-    char url[sizeof t->url_prefix + CAPNS_TOKEN_MAX];
-    snprintf(url, sizeof url, "%s%s", t->url_prefix, q->token);
+    /* url_prefix ends in "/3/device/"; a broadcast keeps only its origin. */
+    char url[sizeof t->url_prefix + CAPNS_TOKEN_MAX + CAPNS_BUNDLE_MAX];
+    if (m->channel_id)
+        snprintf(url, sizeof url, "%.*s%s", (int)(strlen(t->url_prefix) - (sizeof "/3/device/" - 1)),
+                 t->url_prefix, m->path);
+    else
+        snprintf(url, sizeof url, "%s%s", t->url_prefix, q->token);
     CURL *e = x->easy;
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, &x->id_node);

@@ -402,6 +402,7 @@ static void mock_free(capns_mock *m)
     free(m->records.items);
     free(m->records.reset_ids);
     mock__jwt_cache_free(&m->jwts);
+    mock__channels_free(&m->channels);
     if (m->callbacks)
         nghttp2_session_callbacks_del(m->callbacks);
     if (m->h2_options)
@@ -444,6 +445,7 @@ capns_mock *capns_mock_create(const capns_mock_config *cfg, char *err, size_t er
     atomic_init(&m->max_streams, m->cfg.max_streams);
     pthread_mutex_init(&m->records.lock, NULL);
     pthread_mutex_init(&m->jwts.lock, NULL);
+    mock__channels_init(&m->channels);
     m->records.limit = cfg->record_cap;
     m->teams = copy_strings(cfg->teams, cfg->n_teams);
     m->topics = copy_strings(cfg->topics, cfg->n_topics);

@@ -17,6 +17,10 @@ struct Options: ParsableCommand {
                       [--concurrency N] [--connections N] [--transport nghttp2|curl] [--timeout SECONDS]
                       [--retries N]
                       [--dry-run] PAYLOAD.json TOKENS.txt   |   --messages MESSAGES.jsonl
+            apns-send --topic BUNDLE_ID ... [--management-endpoint https://HOST:PORT]
+                      --broadcast CHANNEL_ID [--priority 10|5|1] [--expiration UNIX] PAYLOAD.json
+                      | --create-channel [--storage-policy 0|1] | --read-channel ID
+                      | --delete-channel ID | --list-channels
             """,
         discussion: """
             Credentials: --key, --key-id and --team-id, or a --config file (the format of \
@@ -87,6 +91,17 @@ struct Options: ParsableCommand {
             Dry run: --dry-run checks every input and signs a provider token, and sends nothing; \
             malformed token lines and (with --messages) every line that cannot be sent get their \
             records. With --messages it exits 1 when some line cannot be sent, else 0.
+
+            Broadcast push (iOS 18): --broadcast CHANNEL_ID sends PAYLOAD.json (a Live Activity \
+            update or end, at most 5120 bytes) once to the channel of the app --topic names, with \
+            apns-push-type liveactivity and apns-expiration 0 unless --expiration says otherwise \
+            (a channel that stores nothing takes only 0). --create-channel (with --storage-policy \
+            0: no message stored, or 1: the most recent; default 0), --read-channel ID, \
+            --delete-channel ID and --list-channels manage the app's channels on APNs' management \
+            host (api-manage-broadcast..., port 2196, sandbox 2195; --management-endpoint elsewhere, \
+            by default the --endpoint when one is given). Each prints one record: \
+            {"operation","status","apns_request_id","channel_id","reason",...}; a broadcast's \
+            record is {"channel_id","status","apns_request_id","apns_unique_id","reason","attempts"}.
 
             Exit status: 0 every token (message) delivered; 1 some not delivered (malformed tokens \
             or message lines, APNs refusals, unreachable endpoint, interrupted); 2 nothing sent because of a usage, \
@@ -184,6 +199,37 @@ struct Options: ParsableCommand {
     @Option(help: ArgumentHelp("Send the messages of this file, one JSON object a line, instead of PAYLOAD.json to TOKENS.txt.",
                                valueName: "MESSAGES.jsonl"))
     var messages: String?
+
+    @Option(help: ArgumentHelp("Send PAYLOAD.json to this broadcast channel (iOS 18) instead of to tokens.",
+                               valueName: "CHANNEL_ID"))
+    var broadcast: String?
+
+    @Flag(name: .customLong("create-channel"), help: "Create a broadcast channel for --topic's app.")
+    var createChannel = false
+
+    @Option(name: .customLong("storage-policy"),
+            help: "--create-channel's message-storage-policy: 0 (no message stored, the default) or 1 (the most recent).")
+    var storagePolicy: String?
+
+    @Option(name: .customLong("read-channel"), help: ArgumentHelp("Read a broadcast channel's settings.", valueName: "CHANNEL_ID"))
+    var readChannel: String?
+
+    @Option(name: .customLong("delete-channel"), help: ArgumentHelp("Delete a broadcast channel.", valueName: "CHANNEL_ID"))
+    var deleteChannel: String?
+
+    @Flag(name: .customLong("list-channels"), help: "List the app's broadcast channels.")
+    var listChannels = false
+
+    @Option(name: .customLong("management-endpoint"),
+            help: ArgumentHelp("Send channel management requests to https://HOST:PORT instead of Apple's management host.",
+                               valueName: "https://HOST:PORT"))
+    var managementEndpoint: String?
+
+    /// Any broadcast or channel flag: the run is a `BroadcastRun`.
+    var isBroadcast: Bool {
+        broadcast != nil || createChannel || readChannel != nil || deleteChannel != nil || listChannels ||
+            storagePolicy != nil || managementEndpoint != nil
+    }
 
     @Argument(help: ArgumentHelp("The payload: a JSON object, sent with insignificant white space removed.",
                                  valueName: "PAYLOAD.json"))

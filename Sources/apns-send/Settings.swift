@@ -125,7 +125,7 @@ struct Settings {
     /// `--env`, and where each environment's requests go: `--endpoint` overrides
     /// `--env`'s host and port, `--sandbox-endpoint` and `--production-endpoint` name
     /// one environment each (with --messages, lines may name either).
-    private static func endpoints(_ env: String?, _ o: Options) throws(UsageError) -> Endpoints {
+    static func endpoints(_ env: String?, _ o: Options) throws(UsageError) -> Endpoints {
         let named: Environment = try choice(env ?? "production", flag: "--env",
                                             { ["production": .production, "sandbox": .sandbox][$0] },
                                             ["sandbox", "production"])
@@ -155,6 +155,9 @@ struct Settings {
         }
         let d = try defaults(o, topic: topic)
         let payload = try payload(payloadPath)
+        if d.pushType == .liveactivity {
+            do { try LiveActivity.check(payload) } catch { throw UsageError(payloadPath, error.description) }
+        }
         do {
             return try Notification(topic: topic, pushType: d.pushType, priority: d.priority, expiration: d.expiration,
                                     collapseID: d.collapseID, payload: payload)
@@ -194,7 +197,7 @@ struct Settings {
         return d
     }
 
-    private static func payload(_ path: String) throws(UsageError) -> Payload {
+    static func payload(_ path: String) throws(UsageError) -> Payload {
         let bytes: [UInt8]
         do { bytes = try readSmallFile(path) } catch { throw UsageError(path, error.reason) }
         do {
@@ -208,7 +211,7 @@ struct Settings {
         }
     }
 
-    private static func credentials(keyPath: String?, keyID: String?, teamID: String?) throws(UsageError) -> Credentials {
+    static func credentials(keyPath: String?, keyID: String?, teamID: String?) throws(UsageError) -> Credentials {
         guard let keyPath else {
             throw UsageError("no provider key: pass --key AuthKey_XXXX.p8 (or APNS_KEY_PATH in --config or the environment)")
         }
@@ -288,7 +291,7 @@ struct Settings {
         Stderr.line("warning: \(path) is readable by group or others (mode \(mode)); chmod 600 it")
     }
 
-    private static func configuration(_ o: Options, credentials: Credentials,
+    static func configuration(_ o: Options, credentials: Credentials,
                                       endpoints: Endpoints) throws(UsageError) -> APNsClient.Configuration {
         var c = APNsClient.Configuration(credentials: credentials, environment: endpoints.environment)
         endpoints.apply(to: &c)

@@ -106,7 +106,16 @@ typedef struct {
     const char *collapse_id;    /* apns-collapse-id; NULL omits the header */
     const uint8_t *payload;     /* request body, sent as given */
     size_t payload_len;
+
+    /* Broadcast push (iOS 18). When channel_id is set, every request of the
+     * message goes to /4/broadcasts/apps/<topic> (topic is then the plain bundle
+     * id, at most CAPNS_BUNDLE_MAX bytes) with apns-channel-id, no apns-topic,
+     * and the request's apns_id sent as apns-request-id; its token is unused
+     * (pass ""). The completion's apns_id holds the answer's apns-request-id. */
+    const char *channel_id;     /* NULL: a device push to /3/device/<token> */
 } capns_message_spec;
+
+#define CAPNS_BUNDLE_MAX 255
 
 /* 1 when s can be an HTTP header value as given: no control character (a byte
  * below 0x20, or 0x7f). A CR or LF in a value would let a caller's text end the
@@ -114,8 +123,9 @@ typedef struct {
  * injection); HTTP/2 peers refuse such a value anyway, as a stream error. */
 int capns_header_value_ok(const char *s);
 
-/* Copies everything in spec. Returns NULL with errno EINVAL when topic, push_type
- * or collapse_id fails capns_header_value_ok (nothing is sent), or with errno
+/* Copies everything in spec. Returns NULL with errno EINVAL when topic, push_type,
+ * collapse_id or channel_id fails capns_header_value_ok, or a broadcast's topic is
+ * empty, longer than CAPNS_BUNDLE_MAX or has a '/' (nothing is sent), or with errno
  * ENOMEM when out of memory. */
 capns_message *capns_message_create(const capns_message_spec *spec);
 void capns_message_retain(capns_message *m);
@@ -234,6 +244,51 @@ void capns_sender_get_stats(capns_sender *s, capns_sender_stats *out);
 /* Stops the thread. Requests not yet answered complete as CANCELLED through the
  * callback before this returns. Callers wanting a drain wait for completions first. */
 void capns_sender_destroy(capns_sender *s);
+
+/* ------------------------------------ broadcast channel management (iOS 18) */
+
+/* Channel management (create, read, delete, list) lives on its own host
+ * (api-manage-broadcast.push.apple.com:2196, sandbox ...sandbox...:2195), is
+ * rare, and needs answer bodies and headers the sender's completions do not
+ * carry. A capns_manager sends one request at a time over one HTTP/2 (TLS,
+ * peer verification always on) connection it keeps between calls, with
+ * libcurl's easy interface. Calls block; callers keep them off async threads.
+ * Thread-safe: calls are serialized. */
+typedef struct capns_manager capns_manager;
+
+typedef struct {
+    const char *host;
+    uint16_t port;
+    const char *ca_file;        /* extra trusted CA (PEM) on top of the system's; NULL for none */
+    int connect_timeout_ms;
+    int request_timeout_ms;     /* 0 = none (not recommended) */
+} capns_manager_config;
+
+#define CAPNS_MANAGER_BODY_MAX (4u << 20)   /* an answer longer than this is an error */
+#define CAPNS_CHANNEL_ID_MAX 128
+
+typedef struct {
+    int32_t status;             /* HTTP status; 0 = no answer, see error */
+    char request_id[CAPNS_UUID_LEN + 1];        /* apns-request-id, or "" */
+    char channel_id[CAPNS_CHANNEL_ID_MAX];      /* apns-channel-id of a create, or "" */
+    char reason[64];            /* an error body's "reason", or "" */
+    char error[192];            /* why there is no answer; names the endpoint */
+    char *body;                 /* the body, NUL-terminated, or NULL; capns_manager_response_free */
+    size_t body_len;
+} capns_manager_response;
+
+capns_manager *capns_manager_create(const capns_manager_config *cfg, char *err, size_t errlen);
+
+/* One request: method "POST", "GET" or "DELETE"; path as sent; jwt without
+ * "bearer "; channel_id and request_id NULL to omit their headers; body NULL
+ * for none. Returns 0 when an answer came (out->status), -1 otherwise (errno
+ * EINVAL for a header value failing capns_header_value_ok, out->error says why
+ * for the rest). out is always filled and must be freed. */
+int capns_manager_request(capns_manager *mg, const char *method, const char *path, const char *jwt,
+                          const char *channel_id, const char *request_id, const uint8_t *body,
+                          size_t body_len, capns_manager_response *out);
+void capns_manager_response_free(capns_manager_response *r);
+void capns_manager_destroy(capns_manager *mg);
 
 #ifdef __cplusplus
 }
