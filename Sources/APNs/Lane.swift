@@ -190,20 +190,48 @@ final class Lane: Sendable {
 
     // MARK: - Sending
 
-    /// One caller's send before it has a slot. Its C message is made only when a slot
-    /// is handed over: a line of 20,000 waiting callers holds no C copy of any payload.
+    /// One caller's send before it has a slot. A notification's C message is made
+    /// only when a slot is handed over: a line of 20,000 waiting callers holds no C
+    /// copy of any payload. (A broadcast comes with its message made, for its path.)
     /// A class, so that the caller's suspended frame and the line hold one pointer: a
     /// frame that outgrows the task's first allocator slab costs a kilobyte more.
-    final class Pending: Sendable {
+    final class Pending: @unchecked Sendable {   // immutable; the message is taken once
         let token: String
-        let notification: Notification
+        private let notification: Notification?
+        private let message: OpaquePointer?
 
         init(token: String, notification: Notification) {
             self.token = token
             self.notification = notification
+            message = nil
         }
 
-        func request() -> Request { Request(token: token, message: notification.makeCMessage(), apnsID: nil) }
+        /// Takes over one reference to `message`.
+        init(token: String, message: OpaquePointer) {
+            self.token = token
+            notification = nil
+            self.message = message
+        }
+
+        /// Called once, when a slot is handed over.
+        func request() -> Request {
+            Request(token: token, message: message ?? notification!.makeCMessage(), apnsID: nil)
+        }
+
+        /// Called once instead of `request()`, when it is never sent.
+        func abandon() {
+            if let message { capns_message_release(message) }
+        }
+    }
+
+    /// Sends one request made ahead (a broadcast) and waits for its final result.
+    func send(_ pending: Pending) async -> DeliveryResult {
+        let id = nextCallerID()
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { enter(pending, caller: id, $0) }
+        } onCancel: {
+            cancel(caller: id)
+        }
     }
 
     /// A caller suspended in `APNsClient.send(_:to:)`. Unsafe, not checked: the lane
@@ -222,7 +250,7 @@ final class Lane: Sendable {
         state.withLock { s in
             if s.closed || Task.isCancelled {
                 let why = s.closed ? APNsError.shutDown.description : "cancelled before it was sent"
-                fx.finals.append((.caller(c), notSent(pending.token, why), false))
+                fx.finals.append((.caller(c), notSent(pending, why), false))
             } else if let slot = s.take() {
                 fill(&s, slot: slot, pending.request(), owner: .caller(c), callerID: id)
                 submit(&s, [slot], resend: false, &fx)
@@ -242,7 +270,7 @@ final class Lane: Sendable {
             if case .caller(_, let pending, let c)? = s.waiters.removeFirst(where: {
                 if case .caller(id, _, _) = $0 { true } else { false }
             }) {
-                fx.finals.append((.caller(c), notSent(pending.token, "cancelled before it was sent"), false))
+                fx.finals.append((.caller(c), notSent(pending, "cancelled before it was sent"), false))
             } else if let slot = s.slots.firstIndex(where: { $0.callerID == id }) {
                 s.slots[slot].cancelled = true
             }
@@ -250,9 +278,10 @@ final class Lane: Sendable {
         fx.run(metrics)
     }
 
-    /// The result of a caller's send that never left (it had no C message yet).
-    private func notSent(_ token: String, _ why: String) -> DeliveryResult {
-        DeliveryResult(token: token, apnsID: nil, status: 0, reason: nil, attempts: 0, error: why)
+    /// The result of a caller's send that never left.
+    private func notSent(_ pending: Pending, _ why: String) -> DeliveryResult {
+        pending.abandon()
+        return DeliveryResult(token: pending.token, apnsID: nil, status: 0, reason: nil, attempts: 0, error: why)
     }
 
     /// How a batch's attempt to start requests went.
@@ -560,7 +589,7 @@ final class Lane: Sendable {
                 switch waiter {
                 case .batch(let inbox): fx.pokes.append(inbox)
                 case .caller(_, let pending, let c):
-                    fx.finals.append((.caller(c), notSent(pending.token, APNsError.shutDown.description), false))
+                    fx.finals.append((.caller(c), notSent(pending, APNsError.shutDown.description), false))
                 }
             }
         }
