@@ -50,6 +50,7 @@
 #define BODY_MAX 512            /* APNs error bodies are tens of bytes */
 #define TAKE_BATCH 64           /* requests moved from the queue per lock */
 #define POLL_MS 1000            /* upper bound on one wait; wakeups cut it short */
+#define PARKED_RETRY_MS 2       /* the wait while transfers are under way (curl_run) */
 #define SOCKETS_MAX 64          /* connections tracked for connections_lost */
 
 typedef struct hdrset {
@@ -718,7 +719,15 @@ static void curl_run(void *impl)
         curl_multi_perform(t->multi, &running);
         reap(t);
         capns__flush(s);
-        curl_multi_poll(t->multi, NULL, 0, poll_ms(t), NULL);
+        /* A transfer libcurl parked for a free stream (the server allows one until
+         * the first success with token auth, and still one when every answer is an
+         * error) is retried only by a later perform, with no timer set for it: a
+         * plain wait left one request per POLL_MS. While transfers are under way the
+         * wait is short; a busy connection ends it sooner with socket activity. */
+        int wait = poll_ms(t);
+        if (t->busy > 0 && wait > PARKED_RETRY_MS)
+            wait = PARKED_RETRY_MS;
+        curl_multi_poll(t->multi, NULL, 0, wait, NULL);
     }
     cancel_all(t);
     capns__flush(s);
