@@ -2,7 +2,7 @@
 /// values optionally in single or double quotes. Unknown keys are errors, so a
 /// misspelt key does not silently fall back to the environment.
 struct ConfigFile {
-    static let keys: Set<String> = ["APNS_KEY_PATH", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_TOPIC", "APNS_ENV"]
+    static let keys: Set<String> = ["APNS_KEY_PATH", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_TOPIC", "APNS_ENV", "APNS_PROXY"]
 
     let values: [String: String]
 
