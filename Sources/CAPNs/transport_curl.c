@@ -550,7 +550,8 @@ static bool is_connect_error(CURLcode rc)
     }
 }
 
-static void add_stats(curl_transport *t, CURL *e)
+/* A tunnel the proxy refused is not a connection opened (as in the nghttp2 transport). */
+static void add_stats(curl_transport *t, CURL *e, bool refused_by_proxy)
 {
     long connects = 0, req_size = 0, hdr_size = 0;
     curl_off_t up = 0, down = 0;
@@ -559,7 +560,7 @@ static void add_stats(curl_transport *t, CURL *e)
     curl_easy_getinfo(e, CURLINFO_HEADER_SIZE, &hdr_size);
     curl_easy_getinfo(e, CURLINFO_SIZE_UPLOAD_T, &up);
     curl_easy_getinfo(e, CURLINFO_SIZE_DOWNLOAD_T, &down);
-    CAPNS_STAT_ADD(t->s, connections_opened, (uint64_t)connects);
+    CAPNS_STAT_ADD(t->s, connections_opened, refused_by_proxy ? 0 : (uint64_t)connects);
     CAPNS_STAT_ADD(t->s, bytes_sent, (uint64_t)req_size + (uint64_t)up);
     CAPNS_STAT_ADD(t->s, bytes_received, (uint64_t)hdr_size + (uint64_t)down);
 }
@@ -601,19 +602,19 @@ static void finish(curl_transport *t, xfer *x, CURLcode rc)
     capns_sender *s = t->s;
     capns_queued q = x->q;
     const char *why = x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc);
-    add_stats(t, x->easy);
+    long proxy_status = 0;
+    if (t->proxy)
+        curl_easy_getinfo(x->easy, CURLINFO_HTTP_CONNECTCODE, &proxy_status);
+    bool refused_by_proxy = rc != CURLE_OK && proxy_status && (proxy_status < 200 || proxy_status > 299);
+    add_stats(t, x->easy, refused_by_proxy);
     curl_multi_remove_handle(t->multi, x->easy);
 
     int timeout = s->cfg.request_timeout_ms;
     bool deadline_passed = timeout > 0 &&
         capns__now_ns() - q.submitted_ns >= (int64_t)(timeout - 2) * 1000000;
 
-    long proxy_status = 0;
-    if (t->proxy)
-        curl_easy_getinfo(x->easy, CURLINFO_HTTP_CONNECTCODE, &proxy_status);
-
     t->warm = rc == CURLE_OK;
-    if (rc != CURLE_OK && proxy_status && (proxy_status < 200 || proxy_status > 299)) {
+    if (refused_by_proxy) {
         /* The proxy refused the tunnel; its own status line, as the nghttp2 transport words it. */
         char why_proxy[200];
         const char *reason = x->proxy_answer;

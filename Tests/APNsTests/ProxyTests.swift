@@ -1,8 +1,12 @@
 import APNsMock
 import Foundation
 import TestSupport
+import Synchronization
 import Testing
 @testable import APNs
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// HTTP CONNECT through a real proxy process (tinyproxy on loopback, started per test)
 /// to the mock over real TLS, on both transports. APNS-PROTOCOL.md, "HTTP CONNECT
@@ -83,6 +87,39 @@ import Testing
 
         #expect(result.status == 200, "\(result.error ?? "")")
         #expect(proxy.connectRequests.allSatisfy { $0 == "CONNECT localhost:\(mock.port) HTTP/1.1" })
+    }
+
+    /// The answer to CONNECT arriving a byte at a time, its blank line split across
+    /// reads, in CRLF or bare-LF form: the tunnel reader takes exactly the header block
+    /// and TLS starts on what follows.
+    @Test(arguments: Transport.allCases, ["HTTP/1.1 200 Connection established\r\nProxy-agent: test\r\n\r\n",
+                                          "HTTP/1.0 200 OK\n\n"])
+    func anAnswerTrickledByteByByteStillOpensTheTunnel(transport: Transport, answer: String) async throws {
+        let mock = try Harness.mock()
+        let proxy = try TricklingProxy(answer: answer)
+        defer { proxy.stop() }
+        let client = try ProxyHarness.client(mock.port, transport: transport,
+                                             proxy: Proxy(host: "127.0.0.1", port: Int(proxy.port)))
+        let tokens = Harness.tokens(20)
+        let results = await client.sendAll(Harness.notification(), to: tokens)
+        await client.shutdown()
+
+        #expect(results.count == tokens.count && results.allSatisfy { $0.status == 200 }, "\(Set(results.map(\.error)))")
+        #expect(proxy.tunnels >= 1)
+    }
+
+    /// A proxy whose answer never ends is cut off at the answer bound, not read forever.
+    @Test func anEndlessAnswerIsRefusedAtItsBound() async throws {
+        let mock = try Harness.mock()
+        let proxy = try TricklingProxy(answer: "HTTP/1.1 200 OK\r\n" + String(repeating: "X-Pad: 0123456789abcdef\r\n", count: 400),
+                                       bytesPerWrite: 4096)
+        defer { proxy.stop() }
+        let client = try ProxyHarness.client(mock.port, transport: .nghttp2,
+                                             proxy: Proxy(host: "127.0.0.1", port: Int(proxy.port)))
+        let results = await client.sendAll(Harness.notification(), to: Harness.tokens(3))
+        await client.shutdown()
+        #expect(results.allSatisfy { ($0.error ?? "").hasSuffix("proxy 127.0.0.1:\(proxy.port): its answer to CONNECT has no end within 8192 bytes") },
+                "\(Set(results.map(\.error)))")
     }
 
     // MARK: - Refusals: status 0 for every token, the proxy and its answer named
@@ -202,5 +239,113 @@ enum ProxyHarness {
             retry: RetryPolicy(maxAttempts: 2, initialBackoff: .milliseconds(20), maxBackoff: .milliseconds(100)))
         c.proxy = proxy
         return try APNsClient(configuration: c)
+    }
+}
+
+/// A hand-made CONNECT proxy that writes its answer slowly, `bytesPerWrite` at a time,
+/// then relays both ways: for the tunnel reader's partial reads. Loopback only; it
+/// sends with MSG_NOSIGNAL, as a peer that hangs up must not SIGPIPE the test process.
+final class TricklingProxy: @unchecked Sendable {
+    let port: UInt16
+    private let listener: Int32
+    private let answer: [UInt8]
+    private let bytesPerWrite: Int
+    private let count = Mutex(0)
+
+    /// Tunnels answered so far.
+    var tunnels: Int { count.withLock { $0 } }
+
+    init(answer: String, bytesPerWrite: Int = 1) throws {
+        self.answer = Array(answer.utf8)
+        self.bytesPerWrite = bytesPerWrite
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.listener = listener
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, len) }
+        }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &len) }
+        }
+        guard listen(listener, 16) == 0 else { throw POSIXError(.EADDRINUSE) }
+        port = UInt16(bigEndian: addr.sin_port)
+        Thread { [self] in
+            while case let fd = accept(listener, nil, nil), fd >= 0 {
+                Thread { self.serve(fd) }.start()
+            }
+        }.start()
+    }
+
+    /// Ends accepting (a shut-down listening socket fails accept); tunnels end with their peers.
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    private func serve(_ client: Int32) {
+        var one: Int32 = 1
+        setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        var head: [UInt8] = []
+        var byte: UInt8 = 0
+        while !head.suffix(4).elementsEqual("\r\n\r\n".utf8) {
+            guard read(client, &byte, 1) == 1 else { close(client); return }
+            head.append(byte)
+        }
+        // "CONNECT host:port HTTP/1.1": the mock is on loopback whatever the host says.
+        let line = String(decoding: head.prefix { $0 != UInt8(ascii: "\r") }, as: UTF8.self).split(separator: " ")
+        guard line.count == 3, let port = line[1].split(separator: ":").last.flatMap({ UInt16($0) }),
+              let upstream = TricklingProxy.connect(port) else { close(client); return }
+        var offset = 0
+        while offset < answer.count {
+            let n = min(bytesPerWrite, answer.count - offset)
+            guard answer[offset...].withUnsafeBytes({ send(client, $0.baseAddress, n, Int32(MSG_NOSIGNAL)) }) == n else { break }
+            offset += n
+            usleep(1_000)
+        }
+        count.withLock { $0 += 1 }
+        let done = DispatchGroup()
+        done.enter()
+        Thread {
+            TricklingProxy.pump(from: client, to: upstream)
+            done.leave()
+        }.start()
+        TricklingProxy.pump(from: upstream, to: client)
+        done.wait()
+        close(client)
+        close(upstream)
+    }
+
+    private static func connect(_ port: UInt16) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let ok = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        if !ok { close(fd) }
+        return ok ? fd : nil
+    }
+
+    /// Copies until EOF or an error, then passes the EOF on.
+    private static func pump(from: Int32, to: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(from, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            var sent = 0
+            while sent < n {
+                let w = buffer[sent..<n].withUnsafeBytes { send(to, $0.baseAddress, n - sent, Int32(MSG_NOSIGNAL)) }
+                if w <= 0 { shutdown(to, Int32(SHUT_WR)); return }
+                sent += w
+            }
+        }
+        shutdown(to, Int32(SHUT_WR))
     }
 }
