@@ -20,7 +20,7 @@ struct Options: ParsableCommand {
         discussion: """
             Credentials: --key, --key-id and --team-id, or a --config file (the format of \
             keys.example: KEY=value lines, # comments, optional quotes; keys APNS_KEY_PATH, \
-            APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC, APNS_ENV; a relative APNS_KEY_PATH is relative \
+            APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC, APNS_ENV, APNS_PROXY; a relative APNS_KEY_PATH is relative \
             to the file's folder), or the environment variables of the same names. \
             Precedence: flag > config file > environment.
 
@@ -78,7 +78,8 @@ struct Options: ParsableCommand {
             Proxy: --proxy http://[USER:PASS@]HOST:PORT (or APNS_PROXY in --config or the \
             environment) sends through an HTTP proxy by CONNECT; TLS to APNs runs end to end \
             inside the tunnel and is verified as always. USER and PASS are percent-decoded and \
-            sent as Basic credentials; the password is never printed. Without one, https_proxy \
+            sent as Basic credentials; the password is never printed (but a command line is \
+            visible to other users: put a password in the --config file). Without one, https_proxy \
             (or HTTPS_PROXY) is used, except for hosts NO_PROXY names (comma list: *, \
             example.com matching its subdomains, IP/bits, host:port), as curl reads them. A \
             proxy that refuses (407, 403, ...) or cannot be reached gives every token a record \
