@@ -37,6 +37,25 @@ import Glibc
         #expect(mock.statistics().byStatus[200] ?? 0 >= UInt64(tokens.count))
     }
 
+    /// A proxy named by host name goes through the same resolution and address
+    /// fallback as an endpoint (localhost: ::1 first, where tinyproxy does not listen),
+    /// and every connection of several gets a tunnel of its own.
+    @Test(arguments: Transport.allCases)
+    func aProxyByHostNameAndSeveralConnections(transport: Transport) async throws {
+        let mock = try Harness.mock()
+        let proxy = try Tinyproxy(connectPorts: [mock.port])
+        defer { proxy.stop() }
+        let client = try ProxyHarness.client(mock.port, transport: transport, connections: 2,
+                                             proxy: Proxy(url: "http://localhost:\(proxy.port)"))
+        let tokens = Harness.tokens(500)
+        let results = await client.sendAll(Harness.notification(), to: tokens)
+        await client.shutdown()
+
+        #expect(results.count == tokens.count && results.allSatisfy { $0.status == 200 }, "\(Set(results.map(\.error)))")
+        #expect(!proxy.connectRequests.isEmpty)
+        #expect(UInt64(proxy.connectRequests.count) == mock.statistics().connectionsAccepted)
+    }
+
     /// Basic credentials from the URL, percent-decoded ("%33" is "3").
     @Test(arguments: Transport.allCases)
     func basicCredentialsOpenTheTunnel(transport: Transport) async throws {
@@ -230,12 +249,12 @@ import Glibc
 enum ProxyHarness {
     static func client(_ port: UInt16, host: String = "127.0.0.1", transport: Transport,
                        caFile: String? = TestPKI.shared.caFile, connectTimeout: Duration = .seconds(5),
-                       proxy: Proxy) throws -> APNsClient {
+                       connections: Int = 1, proxy: Proxy) throws -> APNsClient {
         let pki = TestPKI.shared
         let credentials = try Credentials(key: SigningKey(contentsOf: pki.keyPath), keyID: pki.keyID, teamID: pki.teamID)
         var c = APNsClient.Configuration(
             credentials: credentials, environment: .custom(host: host, port: Int(port)), caFile: caFile,
-            transport: transport, connectTimeout: connectTimeout, requestTimeout: .seconds(20),
+            transport: transport, connections: connections, connectTimeout: connectTimeout, requestTimeout: .seconds(20),
             retry: RetryPolicy(maxAttempts: 2, initialBackoff: .milliseconds(20), maxBackoff: .milliseconds(100)))
         c.proxy = proxy
         return try APNsClient(configuration: c)
