@@ -27,6 +27,7 @@ final class Connection: Sendable {
         handler = CompletionHandler(onComplete)
         var err = [CChar](repeating: 0, count: Int(CAPNS_ERR_MAX))
         let caFile = c.caFile, ctx = Unmanaged.passUnretained(handler).toOpaque()
+        let proxy = ProxyCStrings(c.proxy, for: endpoint)
         let created: OpaquePointer? = endpoint.host.withCString { hostPtr in
             withOptionalCString(caFile) { caPtr in
                 var cfg = capns_sender_config()
@@ -48,7 +49,8 @@ final class Connection: Sendable {
                 cfg.ctx = ctx
                 // Certificate auth: the sender retains the identity for as long as it runs.
                 if case .certificate(let certificate) = c.credentials { cfg.identity = certificate.handle }
-                return capns_sender_create(&cfg, &err, err.count)
+                proxy.apply(to: &cfg)
+                return withExtendedLifetime(proxy) { capns_sender_create(&cfg, &err, err.count) }
             }
         }
         guard let created else { throw .transport(String(cChars: err)) }

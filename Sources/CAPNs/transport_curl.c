@@ -31,6 +31,7 @@
  * retries the streams above GOAWAY's last-stream-id itself; the rest end
  * NOT_PROCESSED and on_close_socket() counts connections_lost.
  */
+#include "proxy_tunnel.h"
 #include "sender_internal.h"
 #include "identity_internal.h"
 
@@ -84,6 +85,7 @@ typedef struct xfer {
     char body[BODY_MAX];
     size_t body_len;
     char errbuf[CURL_ERROR_SIZE];
+    char proxy_answer[80];      /* the proxy's CONNECT status line after "HTTP/1.x ", or "" */
 } xfer;
 
 struct curl_transport {
@@ -110,6 +112,8 @@ struct curl_transport {
      * replace the system's bundle instead of adding to it. */
     char *ca_blob;
     size_t ca_blob_len;
+    proxy_spec *proxy;          /* NULL = connect directly */
+    char proxy_url[320];        /* "http://host:port" */
 };
 
 /* ---------------------------------------------------------- header sets */
@@ -223,6 +227,14 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
 {
     xfer *x = userdata;
     size_t len = size * nitems;
+    /* APNs answers over HTTP/2 ("HTTP/2 200"): an HTTP/1 status line is the proxy's
+     * answer to CONNECT, kept to word a refusal as the nghttp2 transport does. */
+    if (len > 9 && memcmp(buf, "HTTP/1.", 7) == 0) {
+        size_t n = 0;
+        for (size_t i = 9; i < len && buf[i] != '\r' && buf[i] != '\n' && n + 1 < sizeof x->proxy_answer; i++)
+            x->proxy_answer[n++] = (buf[i] >= 0x20 && buf[i] < 0x7f) ? buf[i] : '?';
+        x->proxy_answer[n] = '\0';
+    }
     if (len > 5 && memcmp(buf, "HTTP/", 5) == 0) {
         /* A new response starts (an interim one may have preceded it). */
         x->apns_id[0] = x->unique_id[0] = '\0';
@@ -406,6 +418,21 @@ static xfer *xfer_new(curl_transport *t)
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, t);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
+    /* The proxy is the caller's decision alone: "" keeps libcurl from taking one (or
+     * exceptions, NO_PROXY) from the environment. With one, CONNECT (HTTPPROXYTUNNEL)
+     * always, so TLS runs end to end with the APNs host, verified against its name. */
+    curl_easy_setopt(e, CURLOPT_NOPROXY, "");
+    curl_easy_setopt(e, CURLOPT_PROXY, t->proxy ? t->proxy_url : "");
+    if (t->proxy) {
+        curl_easy_setopt(e, CURLOPT_PROXYTYPE, (long)CURLPROXY_HTTP);
+        curl_easy_setopt(e, CURLOPT_HTTPPROXYTUNNEL, 1L);
+        curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 0L);   /* on_header sees the answer */
+        if (t->proxy->username) {
+            curl_easy_setopt(e, CURLOPT_PROXYAUTH, (long)CURLAUTH_BASIC);
+            curl_easy_setopt(e, CURLOPT_PROXYUSERNAME, t->proxy->username);
+            curl_easy_setopt(e, CURLOPT_PROXYPASSWORD, t->proxy->password);
+        }
+    }
     x->next_all = t->all;
     t->all = x;
     return x;
@@ -461,7 +488,7 @@ static void start(curl_transport *t, capns_queued *q)
     x->headers = h;
     h->users++;
     x->no_h2 = false;
-    x->apns_id[0] = x->unique_id[0] = x->errbuf[0] = '\0';
+    x->apns_id[0] = x->unique_id[0] = x->errbuf[0] = x->proxy_answer[0] = '\0';
     x->body_len = 0;
     const capns_message *m = q->message;
     snprintf(x->id_line, sizeof x->id_line, "%s: %s", m->channel_id ? "apns-request-id" : "apns-id", q->apns_id);
@@ -550,7 +577,8 @@ static bool is_connect_error(CURLcode rc)
     }
 }
 
-static void add_stats(curl_transport *t, CURL *e)
+/* A tunnel the proxy refused is not a connection opened (as in the nghttp2 transport). */
+static void add_stats(curl_transport *t, CURL *e, bool refused_by_proxy)
 {
     long connects = 0, req_size = 0, hdr_size = 0;
     curl_off_t up = 0, down = 0;
@@ -559,7 +587,7 @@ static void add_stats(curl_transport *t, CURL *e)
     curl_easy_getinfo(e, CURLINFO_HEADER_SIZE, &hdr_size);
     curl_easy_getinfo(e, CURLINFO_SIZE_UPLOAD_T, &up);
     curl_easy_getinfo(e, CURLINFO_SIZE_DOWNLOAD_T, &down);
-    CAPNS_STAT_ADD(t->s, connections_opened, (uint64_t)connects);
+    CAPNS_STAT_ADD(t->s, connections_opened, refused_by_proxy ? 0 : (uint64_t)connects);
     CAPNS_STAT_ADD(t->s, bytes_sent, (uint64_t)req_size + (uint64_t)up);
     CAPNS_STAT_ADD(t->s, bytes_received, (uint64_t)hdr_size + (uint64_t)down);
 }
@@ -601,7 +629,11 @@ static void finish(curl_transport *t, xfer *x, CURLcode rc)
     capns_sender *s = t->s;
     capns_queued q = x->q;
     const char *why = x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc);
-    add_stats(t, x->easy);
+    long proxy_status = 0;
+    if (t->proxy)
+        curl_easy_getinfo(x->easy, CURLINFO_HTTP_CONNECTCODE, &proxy_status);
+    bool refused_by_proxy = rc != CURLE_OK && proxy_status && (proxy_status < 200 || proxy_status > 299);
+    add_stats(t, x->easy, refused_by_proxy);
     curl_multi_remove_handle(t->multi, x->easy);
 
     int timeout = s->cfg.request_timeout_ms;
@@ -609,13 +641,24 @@ static void finish(curl_transport *t, xfer *x, CURLcode rc)
         capns__now_ns() - q.submitted_ns >= (int64_t)(timeout - 2) * 1000000;
 
     t->warm = rc == CURLE_OK;
-    if (rc == CURLE_OK || has_answer(x))
+    if (refused_by_proxy) {
+        /* The proxy refused the tunnel; its own status line, as the nghttp2 transport words it. */
+        char why_proxy[200];
+        const char *reason = x->proxy_answer;
+        reason += strlen(reason) >= 3 ? 3 : strlen(reason);     /* past "407" */
+        while (*reason == ' ')
+            reason++;
+        proxy_refused(why_proxy, sizeof why_proxy, t->proxy, (int)proxy_status, reason);
+        capns__fail(s, &q, CAPNS_CONNECT_FAILED, "%s", why_proxy);
+    } else if (rc == CURLE_OK || has_answer(x))
         complete_answered(t, x, &q);
     else if (x->no_h2)
         capns__fail(s, &q, CAPNS_CONNECT_FAILED,
                     "server did not negotiate HTTP/2 (ALPN h2); APNs requires HTTP/2");
     else if (rc == CURLE_OPERATION_TIMEDOUT && deadline_passed)
         capns__fail(s, &q, CAPNS_TIMED_OUT, "no answer within %d ms (%s)", timeout, why);
+    else if ((rc == CURLE_OPERATION_TIMEDOUT || is_connect_error(rc)) && t->proxy && !proxy_status)
+        capns__fail(s, &q, CAPNS_CONNECT_FAILED, "proxy %s: cannot connect: %s", t->proxy->label, why);
     else if (rc == CURLE_OPERATION_TIMEDOUT || is_connect_error(rc))
         capns__fail(s, &q, CAPNS_CONNECT_FAILED, "cannot connect: %s", why);
     else {
@@ -684,6 +727,15 @@ static void *curl_create(capns_sender *s, char *err, size_t errlen)
         return NULL;
     }
     const capns_sender_config *cfg = &s->cfg;
+    if (proxy_configured(cfg)) {
+        if (!(t->proxy = proxy_spec_new(cfg, err, errlen))) {
+            curl_multi_cleanup(t->multi);
+            free(t->ca_blob);
+            free(t);
+            return NULL;
+        }
+        snprintf(t->proxy_url, sizeof t->proxy_url, "http://%s", t->proxy->label);
+    }
     bool v6 = strchr(cfg->host, ':') != NULL;
     snprintf(t->url_prefix, sizeof t->url_prefix, "https://%s%s%s:%u/3/device/", v6 ? "[" : "",
              cfg->host, v6 ? "]" : "", (unsigned)cfg->port);
@@ -719,6 +771,11 @@ static void curl_run(void *impl)
         curl_multi_perform(t->multi, &running);
         reap(t);
         capns__flush(s);
+        /* Not warm, one request at a time: when it failed (no connection: a refusing
+         * proxy, a dead endpoint) the next one goes now, not after a whole idle poll,
+         * or a queue of them would run into their deadlines one poll apart. */
+        if (!t->warm && t->busy == 0 && capns__oldest_queued_ns(s) != INT64_MAX)
+            continue;
         /* A transfer libcurl parked for a free stream (the server allows one until
          * the first success with token auth, and still one when every answer is an
          * error) is retried only by a later perform, with no timer set for it: a
@@ -757,6 +814,7 @@ static void curl_destroy(void *impl)
         hdrset_free(h);
     }
     free(t->ca_blob);
+    proxy_spec_free(t->proxy);
     free(t);
 }
 

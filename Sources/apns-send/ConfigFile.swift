@@ -3,7 +3,8 @@
 /// misspelt key does not silently fall back to the environment.
 struct ConfigFile {
     static let keys: Set<String> = ["APNS_KEY_PATH", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_TOPIC", "APNS_ENV",
-                                    "APNS_CERTIFICATE_PATH", "APNS_CERTIFICATE_PASSWORD_FILE"]
+                                    "APNS_CERTIFICATE_PATH", "APNS_CERTIFICATE_PASSWORD_FILE",
+                                    "APNS_PROXY"]
 
     let values: [String: String]
 

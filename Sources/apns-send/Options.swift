@@ -15,7 +15,7 @@ struct Options: ParsableCommand {
                       [--push-type alert|background|voip|...] [--priority 10|5|1] [--expiration UNIX]
                       [--collapse-id ID] [--output results.jsonl | --resume results.jsonl] [--format jsonl|csv]
                       [--concurrency N] [--connections N] [--transport nghttp2|curl] [--timeout SECONDS]
-                      [--retries N]
+                      [--retries N] [--proxy http://[USER:PASS@]HOST:PORT]
                       [--dry-run] PAYLOAD.json TOKENS.txt   |   --messages MESSAGES.jsonl
             apns-send --topic BUNDLE_ID ... [--management-endpoint https://HOST:PORT]
                       --broadcast CHANNEL_ID [--priority 10|5|1] [--expiration UNIX] PAYLOAD.json
@@ -25,7 +25,7 @@ struct Options: ParsableCommand {
         discussion: """
             Credentials: --key, --key-id and --team-id, or a --config file (the format of \
             keys.example: KEY=value lines, # comments, optional quotes; keys APNS_KEY_PATH, \
-            APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC, APNS_ENV; a relative APNS_KEY_PATH is relative \
+            APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC, APNS_ENV, APNS_PROXY; a relative APNS_KEY_PATH is relative \
             to the file's folder), or the environment variables of the same names. \
             Precedence: flag > config file > environment.
 
@@ -87,6 +87,16 @@ struct Options: ParsableCommand {
             that environment's requests elsewhere (a mock). --sandbox-endpoint and \
             --production-endpoint do so for one environment each, for --messages lines that \
             name "environment". An environment without an override goes to Apple's host.
+
+            Proxy: --proxy http://[USER:PASS@]HOST:PORT (or APNS_PROXY in --config or the \
+            environment) sends through an HTTP proxy by CONNECT; TLS to APNs runs end to end \
+            inside the tunnel and is verified as always. USER and PASS are percent-decoded and \
+            sent as Basic credentials; the password is never printed (but a command line is \
+            visible to other users: put a password in the --config file). Without one, https_proxy \
+            (or HTTPS_PROXY) is used, except for hosts NO_PROXY names (comma list: *, \
+            example.com matching its subdomains, IP/bits, host:port), as curl reads them. A \
+            proxy that refuses (407, 403, ...) or cannot be reached gives every token a record \
+            with status 0 and an error naming the proxy and its answer.
 
             Dry run: --dry-run checks every input and signs a provider token, and sends nothing; \
             malformed token lines and (with --messages) every line that cannot be sent get their \
@@ -191,6 +201,10 @@ struct Options: ParsableCommand {
 
     @Option(help: "Retries of a transient failure (429, 500, 503, connection trouble) per token (default 5).")
     var retries: Int?
+
+    @Option(help: ArgumentHelp("Send through this HTTP proxy by CONNECT (APNS_PROXY; else https_proxy/HTTPS_PROXY with NO_PROXY).",
+                               valueName: "http://[USER:PASS@]HOST:PORT"))
+    var proxy: String?
 
     @Flag(name: .customLong("dry-run"),
           help: "Validate everything and sign a provider token, but send nothing; malformed lines still get their records.")

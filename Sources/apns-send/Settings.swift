@@ -67,7 +67,10 @@ struct Settings {
                                                    passwordFile: setting(o.certificatePasswordFile,
                                                                          "APNS_CERTIFICATE_PASSWORD_FILE"))
         }
-        configuration = try Settings.configuration(o, credentials: credentials, endpoints: endpoints)
+        var configuration = try Settings.configuration(o, credentials: credentials, endpoints: endpoints)
+        configuration.proxy = try Settings.proxy(o.proxy.map { ("--proxy", $0) } ?? setting(nil, "APNS_PROXY").map { ("APNS_PROXY", $0) },
+                                                 environment: environment)
+        self.configuration = configuration
         let format = try o.format.map { text throws(UsageError) in
             try Settings.choice(text, flag: "--format", OutputFormat.init(rawValue:), OutputFormat.allCases.map(\.rawValue))
         }
@@ -323,6 +326,19 @@ struct Settings {
             c.retry.maxAttempts = n + 1
         }
         return c
+    }
+
+    /// The proxy as given (`--proxy`, else APNS_PROXY in --config or the environment),
+    /// used for every endpoint; else https_proxy/HTTPS_PROXY with NO_PROXY, as curl reads
+    /// them. An explicit proxy ignores NO_PROXY: it was asked for by name.
+    private static func proxy(_ given: (source: String, url: String)?,
+                              environment: (String) -> String?) throws(UsageError) -> Proxy? {
+        do throws(Proxy.Error) {
+            if let given { return try Proxy(url: given.url) }
+            return try Proxy.fromEnvironment(environment)
+        } catch {
+            throw UsageError("\(given?.source ?? "https_proxy"): \(error.description)")
+        }
     }
 
     /// One of a fixed set of spellings, or an error listing them.

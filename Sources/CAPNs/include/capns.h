@@ -193,6 +193,17 @@ typedef struct {
     int ping_interval_ms;       /* PING a connection idle this long; 0 = never */
     capns_completion_fn on_complete;
     void *ctx;
+    /* HTTP CONNECT proxy (RFC 9110 §9.3.6). With proxy_host set, every connection is
+     * TCP to the proxy, "CONNECT host:port" through it, then TLS with host inside the
+     * tunnel, verified against host as always (the proxy sees host and port only). A
+     * proxy that answers anything but 2xx fails the connection: CONNECT_FAILED with
+     * "proxy P:N refused CONNECT: 407 Proxy Authentication Required". Read only during
+     * capns_sender_create (copied); the password never appears in an error. With no
+     * proxy, none is used: the environment (https_proxy, ...) is never read. */
+    const char *proxy_host;     /* NULL or "" = connect directly */
+    uint16_t proxy_port;
+    const char *proxy_username; /* Basic credentials; NULL = none. No ':', no control character */
+    const char *proxy_password; /* NULL = "" */
     /* certificate auth */
     const capns_identity *identity;   /* TLS client certificate presented on every connection
                                          (retained by the sender); NULL for token auth. Use one
