@@ -3,15 +3,35 @@ import GRDB
 // Reading the delivery log: what happened to a notification, or to one apns-id.
 
 extension SQLiteStore {
-    public func notification(id: String) async throws(StoreError) -> NotificationView? {
+    public func notification(id: String, limit: Int, after: Int64?) async throws(StoreError) -> NotificationView? {
         try await read("read notification \(id)") { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT id, type, entity_id, created_at FROM notifications WHERE id = ?",
                                              arguments: [id])
             else { return nil }
-            let deliveries = try Row.fetchAll(db, sql: "SELECT \(DeliveryView.columns) FROM \(DeliveryView.tables) WHERE d.notification_id = ? ORDER BY d.id",
-                                              arguments: [id]).map(DeliveryView.init(row:))
+            var counts: [String: Int] = [:]
+            for r in try Row.fetchAll(db, sql: "SELECT state, count(*) AS n FROM deliveries WHERE notification_id = ? GROUP BY state",
+                                      arguments: [id]) {
+                counts[r["state"]] = r["n"]
+            }
+            // One more than asked tells whether there is a next page.
+            let take = limit == Int.max ? -1 : limit + 1
+            var ids: [Int64] = []
+            var deliveries: [DeliveryView] = []
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT d.id AS log_id, \(DeliveryView.columns) FROM \(DeliveryView.tables)
+                WHERE d.notification_id = ? AND d.id > ? ORDER BY d.id LIMIT ?
+                """, arguments: [id, after ?? 0, take])
+            while let r = try rows.next() {
+                ids.append(r["log_id"])
+                deliveries.append(DeliveryView(row: r))
+            }
+            var next: Int64?
+            if limit != Int.max, deliveries.count > limit {
+                deliveries.removeLast()
+                next = ids[limit - 1]
+            }
             return NotificationView(id: row["id"], type: row["type"], entityID: row["entity_id"],
-                                    createdAt: row["created_at"], deliveries: deliveries)
+                                    createdAt: row["created_at"], deliveries: deliveries, counts: counts, next: next)
         }
     }
 

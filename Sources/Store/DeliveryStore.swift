@@ -71,7 +71,10 @@ public protocol DeliveryStore: Sendable {
 
     // MARK: Reading the log
 
-    func notification(id: String) async throws(StoreError) -> NotificationView?
+    /// A notification with its counts by state, and one page of its deliveries in
+    /// log order: at most `limit`, those after the cursor `after` (from the previous
+    /// page's `next`). A 100k fan-out is read a page at a time, never whole.
+    func notification(id: String, limit: Int, after: Int64?) async throws(StoreError) -> NotificationView?
     func delivery(apnsID: String) async throws(StoreError) -> DeliveryView?
     /// Deliveries pending in the outbox.
     func outboxDepth() async throws(StoreError) -> Int
@@ -297,19 +300,34 @@ public struct DeliveryOutcome: Sendable, Hashable {
     }
 }
 
+extension DeliveryStore {
+    /// Every delivery at once: for tests and small notifications.
+    public func notification(id: String) async throws(StoreError) -> NotificationView? {
+        try await notification(id: id, limit: Int.max, after: nil)
+    }
+}
+
 public struct NotificationView: Sendable, Hashable {
     public var id: String
     public var type: String
     public var entityID: String?
     public var createdAt: Int64
+    /// This page of deliveries.
     public var deliveries: [DeliveryView]
+    /// All of the notification's deliveries by state, not only this page's.
+    public var counts: [String: Int]
+    /// The cursor of the next page; nil on the last.
+    public var next: Int64?
 
-    public init(id: String, type: String, entityID: String?, createdAt: Int64, deliveries: [DeliveryView]) {
+    public init(id: String, type: String, entityID: String?, createdAt: Int64, deliveries: [DeliveryView],
+                counts: [String: Int] = [:], next: Int64? = nil) {
         self.id = id
         self.type = type
         self.entityID = entityID
         self.createdAt = createdAt
         self.deliveries = deliveries
+        self.counts = counts
+        self.next = next
     }
 }
 

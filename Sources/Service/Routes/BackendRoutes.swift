@@ -72,16 +72,37 @@ struct BackendRoutes: Sendable {
         return JSONResponse.make(.accepted, result.json)
     }
 
+    /// Deliveries come a page at a time (`?limit=`, default 1,000, at most 10,000;
+    /// `?after=` the previous page's `next`), so a 100k fan-out is never one answer;
+    /// the summary always counts them all.
+    static let defaultPageSize = 1_000
+    static let maxPageSize = 10_000
+
     @Sendable func notification(_ request: Request, context: ServiceContext) async throws -> Response {
         let id = context.parameters.get("id") ?? ""
-        let body = try await BackendRoutes.notificationJSON(store, id: id)
+        let query = request.uri.queryParameters
+        var limit = BackendRoutes.defaultPageSize
+        if let text = query["limit"] {
+            guard let n = Int(String(text)), (1...BackendRoutes.maxPageSize).contains(n) else {
+                throw APIError.badRequest("limit must be an integer from 1 to \(BackendRoutes.maxPageSize)")
+            }
+            limit = n
+        }
+        var after: Int64?
+        if let text = query["after"] {
+            guard let n = Int64(String(text)), n >= 0 else {
+                throw APIError.badRequest("after must be the 'next' of a previous page")
+            }
+            after = n
+        }
+        let body = try await BackendRoutes.notificationJSON(store, id: id, limit: limit, after: after)
         guard let body else { throw APIError.notFound("notification not found") }
         return JSONResponse.ok(body)
     }
 
-    static func notificationJSON(_ store: any DeliveryStore, id: String) async throws -> JSON? {
+    static func notificationJSON(_ store: any DeliveryStore, id: String, limit: Int, after: Int64?) async throws -> JSON? {
         do {
-            guard let view = try await store.notification(id: id) else { return nil }
+            guard let view = try await store.notification(id: id, limit: limit, after: after) else { return nil }
             return json(view)
         } catch {
             throw error
@@ -91,16 +112,9 @@ struct BackendRoutes: Sendable {
     // Built outside the async handler: Swift 6.3's optimizer crashed splitting the
     // handler's coroutine with this literal inside it (release builds only).
     static func json(_ view: NotificationView) -> JSON {
-        var pending = 0, delivered = 0, failed = 0, batched = 0, superseded = 0
-        for d in view.deliveries {
-            switch d.state {
-            case "delivered": delivered += 1
-            case "failed": failed += 1
-            case "batched": batched += 1
-            case "superseded": superseded += 1
-            default: pending += 1
-            }
-        }
+        let delivered = view.counts["delivered", default: 0], failed = view.counts["failed", default: 0]
+        let batched = view.counts["batched", default: 0], superseded = view.counts["superseded", default: 0]
+        let pending = view.counts.values.reduce(0, +) - delivered - failed - batched - superseded
         var summary: [(String, JSON)] = [("pending", .int(pending)), ("delivered", .int(delivered)), ("failed", .int(failed))]
         // Only when there are some: a notification without quiet hours or batching
         // keeps the summary issue #10 defined.
@@ -113,7 +127,7 @@ struct BackendRoutes: Sendable {
             ("created_at", Clock.json(view.createdAt)),
             ("summary", .object(summary)),
             ("deliveries", .array(view.deliveries.map(BackendRoutes.json))),
-        ])
+        ] + (view.next.map { [("next", JSON.string(String($0)))] } ?? []))
     }
 
     @Sendable func delivery(_ request: Request, context: ServiceContext) async throws -> Response {
