@@ -56,7 +56,8 @@ let package = Package(
         ),
         .target(name: "APNsMock", dependencies: ["CAPNsMock"]),
         // apns-server's memory: registry, preferences, outbox, delivery log (SQLite; PostgreSQL later).
-        .target(name: "Store", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "Store", dependencies: [.product(name: "GRDB", package: "GRDB.swift"),
+                                              .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // HS256 for the apps' user JWTs: OpenSSL's HMAC and CRYPTO_memcmp (libcrypto is linked already).
         .target(
             name: "CServiceCrypto",

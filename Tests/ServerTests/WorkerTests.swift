@@ -188,7 +188,7 @@ import TestSupport
         try await server.start()
         defer { Task { await server.stop() } }
         try await server.drained(timeout: 120)
-        let log = await server.backend("GET", "/v1/notifications/\(id)").json
+        let log = await server.backend("GET", "/v1/notifications/\(id)?limit=10000").json
         let summary = try #require(log["summary"] as? [String: Int])
         #expect(summary == ["pending": 0, "delivered": count, "failed": 0])
         let deliveries = try #require(log["deliveries"] as? [[String: Any]])
