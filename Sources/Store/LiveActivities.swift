@@ -82,6 +82,7 @@ extension SQLiteStore {
                 VALUES (?, ?, ?, 'liveactivity', ?, 1, ?, ?, ?)
                 ON CONFLICT (app_type, token) DO UPDATE SET
                     user_id = excluded.user_id,
+                    company_id = NULL,
                     platform = excluded.platform,
                     environment = excluded.environment,
                     is_active = 1,

@@ -202,6 +202,19 @@ import TestSupport
         #expect(production.recordedRequests().filter { $0.path.hasPrefix("/4/") }.count == 1)
     }
 
+    /// A management endpoint must be TLS, like every endpoint: one line, exit 2.
+    @Test func aPlainHTTPManagementEndpointStopsTheStart() async throws {
+        let server = Self.server(production: nil, options: {
+            var o = ServerProcess.Options()
+            o.extraApps = [("plain", "    broadcast_management_endpoint: http://127.0.0.1:2196")]
+            return o
+        }())
+        let path = try ConfigTests.config(server, [])
+        let r = await ConfigTests.run(["--config", path])
+        #expect(r.status == 2)
+        #expect(r.stderr == "apns-server: config: apps[2].broadcast_management_endpoint must be https://HOST:PORT (TLS is always on), not 'http://127.0.0.1:2196'\n")
+    }
+
     /// Waits until the broadcast's entry is final (a state that stays).
     static func final(_ server: ServerProcess, _ id: String) async throws -> [String: Any] {
         let end = Date().addingTimeInterval(60)
