@@ -37,7 +37,7 @@ extension SQLiteStore {
             try db.execute(sql: """
                 UPDATE devices SET is_active = 0, deactivated_reason = 'unregistered',
                                    deactivated_at = ?, updated_at = ?
-                WHERE user_id = ? AND token = ? AND is_active = 1
+                WHERE user_id = ? AND token = ? AND is_active = 1 AND platform <> 'liveactivity'
                 """, arguments: [now, now, userID, token.lowercased()])
             return db.changesCount > 0
         }

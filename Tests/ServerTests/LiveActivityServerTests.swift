@@ -63,6 +63,9 @@ import TestSupport
         #expect(devices.body == #"{"success":true,"tokens":[]}"#)
         let other = await server.request("GET", "/api/user/live-activity-tokens", bearer: Harness.jwt(sub: "bo"))
         #expect(other.body == #"{"success":true,"tokens":[]}"#)
+        let asDevice = await server.request("DELETE", "/api/user/device-token", body: #"{"deviceToken":"\#(t[0])"}"#,
+                                            bearer: Harness.jwt(sub: "ana"))
+        #expect(asDevice.status == 404, "a Live Activity token is not a device token")
         let steal = await server.request("DELETE", "/api/user/live-activity-token", body: #"{"pushToken":"\#(t[0])"}"#,
                                          bearer: Harness.jwt(sub: "bo"))
         #expect(steal.status == 404)
