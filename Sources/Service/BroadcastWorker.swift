@@ -52,9 +52,24 @@ final class BroadcastWorker: Service, Sendable {
                     continue
                 }
                 // A round's broadcasts at once: each is one request, answered in parallel.
+                // The engine's retries can outlast a lease: it is renewed until the round ends.
+                let renewal = Task { [store, worker, leaseMillis, logger] in
+                    let ids = claimed.map(\.broadcast.id)
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .milliseconds(max(100, leaseMillis / 3)))
+                        if Task.isCancelled { break }
+                        do {
+                            try await store.renewBroadcasts(worker: worker, ids: ids, leaseMillis: leaseMillis,
+                                                            now: Clock.nowMillis)
+                        } catch {
+                            logger.warning("broadcast lease renewal failed", metadata: ["error": "\(error)"])
+                        }
+                    }
+                }
                 await withTaskGroup(of: Void.self) { group in
                     for c in claimed { group.addTask { await self.send(c) } }
                 }
+                renewal.cancel()
             }
         } onGracefulShutdown: {
             self.stopping.store(true, ordering: .releasing)

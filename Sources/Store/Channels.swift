@@ -222,6 +222,16 @@ extension SQLiteStore {
         }
     }
 
+    public func renewBroadcasts(worker: String, ids: [String], leaseMillis: Int64, now: Int64) async throws(StoreError) {
+        guard !ids.isEmpty else { return }
+        try await write("renew broadcast leases") { db in
+            try db.execute(sql: """
+                UPDATE broadcasts SET lease_until = ?
+                WHERE claimed_by = ? AND state = 'pending' AND id IN (SELECT value FROM json_each(?))
+                """, arguments: [now + leaseMillis, worker, jsonArray(ids)])
+        }
+    }
+
     /// No final answer (APNs unreachable, or busy through every retry): pending
     /// again from `availableAt`, the attempt counted.
     public func releaseBroadcast(worker: String, id: String, availableAt: Int64, now: Int64) async throws(StoreError) {

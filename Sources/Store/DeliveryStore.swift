@@ -108,6 +108,8 @@ public protocol DeliveryStore: Sendable {
     func claimBroadcasts(worker: String, limit: Int, leaseMillis: Int64, now: Int64) async throws(StoreError) -> [ClaimedBroadcast]
     /// Writes the one final entry; false (nothing written) when this worker no longer holds it.
     func finishBroadcast(worker: String, _ outcome: BroadcastOutcome, now: Int64) async throws(StoreError) -> Bool
+    /// Extends the lease of broadcasts this worker still holds (a send may outlast one).
+    func renewBroadcasts(worker: String, ids: [String], leaseMillis: Int64, now: Int64) async throws(StoreError)
     /// Pending again from `availableAt`, the attempt counted.
     func releaseBroadcast(worker: String, id: String, availableAt: Int64, now: Int64) async throws(StoreError)
     func broadcast(id: String) async throws(StoreError) -> BroadcastView?

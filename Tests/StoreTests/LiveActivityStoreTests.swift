@@ -72,11 +72,16 @@ import TestSupport
         #expect(try await store.claimBroadcasts(worker: "b", limit: 5, leaseMillis: 100, now: 199).isEmpty, "backing off")
         let b = try await store.claimBroadcasts(worker: "b", limit: 5, leaseMillis: 100, now: 200)
         #expect(b.first?.attempts == 1)
+        try await store.renewBroadcasts(worker: "a", ids: ["b1"], leaseMillis: 1_000, now: 250)  // not a's: no effect
+        try await store.renewBroadcasts(worker: "b", ids: ["b1"], leaseMillis: 100, now: 290)
+        #expect(try await store.claimBroadcasts(worker: "c", limit: 5, leaseMillis: 100, now: 389).isEmpty, "renewed to 390")
+        #expect(try await store.claimBroadcasts(worker: "c", limit: 5, leaseMillis: 100, now: 390).map(\.broadcast.id) == ["b1"],
+                "and no further (a's renewal did nothing)")
         let outcome = BroadcastOutcome(id: "b1", delivered: true, status: 200, reason: nil, requestID: "r", uniqueID: "u",
                                        attempts: 2)
-        #expect(try await !store.finishBroadcast(worker: "a", outcome, now: 210), "a no longer holds it")
-        #expect(try await store.finishBroadcast(worker: "b", outcome, now: 210))
-        #expect(try await !store.finishBroadcast(worker: "b", outcome, now: 211), "once")
+        #expect(try await !store.finishBroadcast(worker: "b", outcome, now: 400), "b no longer holds it")
+        #expect(try await store.finishBroadcast(worker: "c", outcome, now: 400))
+        #expect(try await !store.finishBroadcast(worker: "c", outcome, now: 401), "once")
         let view = try #require(try await store.broadcast(id: "b1"))
         #expect(view.state == "delivered" && view.requestID == "r" && view.uniqueID == "u" && view.attempts == 2)
         #expect(try await store.pendingBroadcasts() == 0)
