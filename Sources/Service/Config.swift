@@ -89,6 +89,10 @@ public struct AppConfig: Sendable {
     public var quietHoursDeclared = false
     /// Per notification type: critical (ignores quiet hours) and batching.
     public var types: [String: TypeRule] = [:]
+    /// Where broadcast channels are managed (issue #12), per environment; nil: Apple's
+    /// (`api-manage-broadcast[.sandbox].push.apple.com`).
+    public var broadcastManagementEndpoint: Endpoint?
+    public var broadcastSandboxManagementEndpoint: Endpoint?
 
     public struct TypeRule: Sendable {
         /// Like a notification sent with `"priority":"critical"`: quiet hours do not hold it.
@@ -312,6 +316,13 @@ extension ServerConfig {
             quietHours = mode
         }
         let types = try parseTypes(&r)
+        let management = try r.string("broadcast_management_endpoint", required: false).map { (s) throws(ConfigError) in
+            try parseEndpoint(s, field: "\(r.context)broadcast_management_endpoint")
+        }
+        let sandboxManagement = try r.string("broadcast_sandbox_management_endpoint", required: false)
+            .map { (s) throws(ConfigError) in
+                try parseEndpoint(s, field: "\(r.context)broadcast_sandbox_management_endpoint")
+            }
         try r.rejectUnknown()
         var app = AppConfig(appType: appType, topic: topic, keyPath: keyPath, keyID: keyID, teamID: teamID,
                             sandboxEndpoint: sandbox, productionEndpoint: production, caFile: caFile,
@@ -319,6 +330,8 @@ extension ServerConfig {
         app.quietHours = quietHours
         app.quietHoursDeclared = quietHoursValue != nil
         app.types = types
+        app.broadcastManagementEndpoint = management
+        app.broadcastSandboxManagementEndpoint = sandboxManagement
         for key in QuietHours.keys where keys.contains(key) {
             throw ConfigError("config: \(r.context)preferences: \(key) is a quiet-hours key, not a type's toggle")
         }

@@ -219,6 +219,8 @@ final class OutboxWorker: Service, Sendable {
         }
         switch result.status {
         case 200:
+            // A Live Activity's end retires its update token: nothing more can reach the activity.
+            if LiveActivitySend.endsActivity(claimed.delivery) { return final(true, .deactivateNow(reason: "ActivityEnded")) }
             return final(true, claimed.crossEnvironmentTried ? .moveEnvironment(claimed.delivery.environment) : nil)
         case 0 where result.attempts == 0 && result.reason == .badDeviceToken:
             return final(false)  // malformed locally, never sent (registration checks it: not expected)

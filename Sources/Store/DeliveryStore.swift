@@ -80,6 +80,41 @@ public protocol DeliveryStore: Sendable {
     func outboxDepth() async throws(StoreError) -> Int
     /// Those of them not due at `now` (quiet hours, a batching window, a retry's backoff).
     func outboxWaiting(now: Int64) async throws(StoreError) -> Int
+
+    // MARK: Live Activities (tokens; their sends use the outbox above)
+
+    /// Upserts by (app type, token), like `register`: moved to this user, reactivated.
+    func registerLiveActivity(_ registration: LiveActivityRegistration, now: Int64) async throws(StoreError)
+    /// Soft-deletes one of this user's active Live Activity tokens; false when it is not one of them.
+    func unregisterLiveActivity(userID: String, token: String, now: Int64) async throws(StoreError) -> Bool
+    /// This user's active Live Activity tokens, newest first.
+    func liveActivityTokens(userID: String) async throws(StoreError) -> [LiveActivityToken]
+    /// The active Live Activity tokens of an app a send targets, by user id.
+    func liveActivityTokens(appType: String, _ target: LiveActivityTarget) async throws(StoreError) -> [LiveActivityToken]
+
+    // MARK: Broadcast channels and their sends
+
+    func channel(_ key: ChannelKey) async throws(StoreError) -> ChannelRow?
+    /// An app's channels (of one environment and entity type, when given), by entity.
+    func channels(appType: String, environment: String?, entityType: String?) async throws(StoreError) -> [ChannelRow]
+    /// Stores a channel APNs created, unless its key has one already: returns the
+    /// one stored (when it is not `channel`, the caller deletes its own on APNs).
+    func addChannel(_ channel: ChannelRow) async throws(StoreError) -> ChannelRow
+    /// Forgets the key's channel if it is still `channelID`.
+    func removeChannel(_ key: ChannelKey, channelID: String) async throws(StoreError) -> Bool
+    /// Records a broadcast, pending, before it is sent.
+    func enqueueBroadcast(_ broadcast: NewBroadcast, now: Int64) async throws(StoreError)
+    /// Claims due pending broadcasts whose lease is free or expired (as `claim`).
+    func claimBroadcasts(worker: String, limit: Int, leaseMillis: Int64, now: Int64) async throws(StoreError) -> [ClaimedBroadcast]
+    /// Writes the one final entry; false (nothing written) when this worker no longer holds it.
+    func finishBroadcast(worker: String, _ outcome: BroadcastOutcome, now: Int64) async throws(StoreError) -> Bool
+    /// Extends the lease of broadcasts this worker still holds (a send may outlast one).
+    func renewBroadcasts(worker: String, ids: [String], leaseMillis: Int64, now: Int64) async throws(StoreError)
+    /// Pending again from `availableAt`, the attempt counted.
+    func releaseBroadcast(worker: String, id: String, availableAt: Int64, now: Int64) async throws(StoreError)
+    func broadcast(id: String) async throws(StoreError) -> BroadcastView?
+    /// Broadcasts not yet final.
+    func pendingBroadcasts() async throws(StoreError) -> Int
 }
 
 /// A store that cannot do what was asked: the database is unreachable, or refused.

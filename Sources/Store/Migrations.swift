@@ -9,7 +9,7 @@ import GRDB
 /// steps are one `BEGIN IMMEDIATE` transaction: the second process waits for the
 /// first, then finds nothing to do.
 enum Migrations {
-    static let steps: [String] = [v1, v2, v3]
+    static let steps: [String] = [v1, v2, v3, v4]
 
     static func apply(_ db: Database) throws {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
@@ -214,6 +214,65 @@ enum Migrations {
             PRIMARY KEY (device_id, kind, key)
         ) WITHOUT ROWID;
         CREATE INDEX holds_by_close ON holds (closes_at);
+        """
+
+    /// Live Activities and broadcast channels (issue #12).
+    /// - A Live Activity push token is a `devices` row with platform `liveactivity`
+    ///   (so the outbox's claim, the 410 rules and `last_used_at` treat it as any
+    ///   token), plus what kind it is: `update` (one running activity, `activity_id`)
+    ///   or `start` (push-to-start, one per attributes type).
+    /// - `channels`: one broadcast channel per (app, environment, entity), as APNs
+    ///   issued it.
+    /// - `broadcasts`: each send to a channel, pending until its one final entry, with
+    ///   a lease of its own (a small outbox: the device outbox's claim is tuned for
+    ///   fan-outs to tokens, and a broadcast has no token, no apns-id of ours and
+    ///   other answers).
+    static let v4 = """
+        CREATE TABLE live_activity_tokens (
+            device_id       INTEGER PRIMARY KEY REFERENCES devices (id),
+            kind            TEXT    NOT NULL CHECK (kind IN ('update', 'start')),
+            activity_id     TEXT,
+            attributes_type TEXT    NOT NULL,
+            CHECK ((kind = 'update') = (activity_id IS NOT NULL))
+        );
+        CREATE INDEX live_activity_tokens_by_activity ON live_activity_tokens (activity_id)
+            WHERE activity_id IS NOT NULL;
+
+        CREATE TABLE channels (
+            id             INTEGER PRIMARY KEY,
+            app_type       TEXT    NOT NULL,
+            environment    TEXT    NOT NULL,
+            entity_type    TEXT    NOT NULL,
+            entity_id      TEXT    NOT NULL,
+            channel_id     TEXT    NOT NULL,
+            storage_policy INTEGER NOT NULL,
+            created_at     INTEGER NOT NULL,
+            UNIQUE (app_type, environment, entity_type, entity_id)
+        );
+
+        CREATE TABLE broadcasts (
+            id             TEXT    PRIMARY KEY,
+            app_type       TEXT    NOT NULL,
+            environment    TEXT    NOT NULL,
+            entity_type    TEXT    NOT NULL,
+            entity_id      TEXT    NOT NULL,
+            channel_id     TEXT    NOT NULL,
+            payload        BLOB    NOT NULL,
+            priority       INTEGER,
+            expiration     INTEGER NOT NULL,
+            state          TEXT    NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
+            status         INTEGER,
+            reason         TEXT,
+            request_id     TEXT,
+            unique_id      TEXT,
+            attempts       INTEGER NOT NULL DEFAULT 0,
+            created_at     INTEGER NOT NULL,
+            finished_at    INTEGER,
+            available_at   INTEGER NOT NULL,
+            lease_until    INTEGER,
+            claimed_by     TEXT
+        );
+        CREATE INDEX broadcasts_pending ON broadcasts (available_at) WHERE state = 'pending';
         """
 }
 

@@ -101,7 +101,8 @@ extension SQLiteStore {
                        coalesce(p.bytes, d.payload) AS payload, d.push_type, d.priority, d.collapse_id,
                        d.expiration, d.attempts, d.cross_environment_tried, n.app_type,
                        coalesce(v.is_active = 1 AND v.user_id = d.user_id AND v.app_type = n.app_type
-                                AND v.platform = 'ios', 0) AS device_active, coalesce(d.batched, 0) AS batched
+                                AND v.platform = (CASE d.push_type WHEN 'liveactivity' THEN 'liveactivity' ELSE 'ios' END),
+                                0) AS device_active, coalesce(d.batched, 0) AS batched
                 FROM outbox o
                 CROSS JOIN deliveries d ON d.id = o.delivery_id
                 CROSS JOIN notifications n ON n.id = d.notification_id

@@ -37,7 +37,7 @@ extension SQLiteStore {
             try db.execute(sql: """
                 UPDATE devices SET is_active = 0, deactivated_reason = 'unregistered',
                                    deactivated_at = ?, updated_at = ?
-                WHERE user_id = ? AND token = ? AND is_active = 1
+                WHERE user_id = ? AND token = ? AND is_active = 1 AND platform <> 'liveactivity'
                 """, arguments: [now, now, userID, token.lowercased()])
             return db.changesCount > 0
         }
@@ -47,7 +47,7 @@ extension SQLiteStore {
         try await read("list devices") { db in
             try Row.fetchAll(db, sql: """
                 SELECT id, platform, app_type, device_name, os_version, app_version, last_used_at, created_at
-                FROM devices WHERE user_id = ? AND is_active = 1
+                FROM devices WHERE user_id = ? AND is_active = 1 AND platform <> 'liveactivity'
                 ORDER BY registered_at DESC, id DESC
                 """, arguments: [userID]).map { row in
                 DeviceRow(id: row["id"], platform: row["platform"], appType: row["app_type"],
