@@ -106,7 +106,7 @@ public final class BroadcastClient: Sendable {
         }
         do {
             let lane = try client.dispatcher.lane(for: environment)
-            return await lane.send(Lane.Pending(token: "", message: message))
+            return await lane.send(Lane.MadeSend(token: "", message: message))
         } catch {
             capns_message_release(message)
             return DeliveryResult(token: "", apnsID: nil, status: 0, reason: nil, attempts: 0, error: "\(error)")

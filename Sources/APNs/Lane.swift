@@ -121,7 +121,7 @@ final class Lane: Sendable {
     /// that completion batch, in one submit), and the caller is resumed only once,
     /// with its result.
     private enum Waiter {
-        case caller(id: Int, Pending, CallerContinuation)
+        case caller(id: Int, any Pending, CallerContinuation)
         case batch(BatchInbox)
     }
 
@@ -190,42 +190,49 @@ final class Lane: Sendable {
 
     // MARK: - Sending
 
-    /// One caller's send before it has a slot. A notification's C message is made
-    /// only when a slot is handed over: a line of 20,000 waiting callers holds no C
-    /// copy of any payload. (A broadcast comes with its message made, for its path.)
-    /// A class, so that the caller's suspended frame and the line hold one pointer: a
-    /// frame that outgrows the task's first allocator slab costs a kilobyte more.
-    final class Pending: @unchecked Sendable {   // immutable; the message is taken once
+    /// One caller's send before it has a slot: `request()` is called once, when a slot
+    /// is handed over, or `abandon()` once instead, when it is never sent.
+    protocol Pending: AnyObject, Sendable {
+        var token: String { get }
+        func request() -> Request
+        func abandon()
+    }
+
+    /// A notification's C message is made only when a slot is handed over: a line of
+    /// 20,000 waiting callers holds no C copy of any payload. A class with these two
+    /// fields and no more: a caller's suspended frame that outgrows the task's first
+    /// allocator slab costs a kilobyte more (an optional notification here did, at
+    /// 20 MB for 20,000 callers).
+    final class NotificationSend: Pending {
         let token: String
-        private let notification: Notification?
-        private let message: OpaquePointer?
+        let notification: Notification
 
         init(token: String, notification: Notification) {
             self.token = token
             self.notification = notification
-            message = nil
         }
+
+        func request() -> Request { Request(token: token, message: notification.makeCMessage(), apnsID: nil) }
+        func abandon() {}
+    }
+
+    /// A request whose message was made ahead (a broadcast, for its path).
+    final class MadeSend: Pending, @unchecked Sendable {   // the message is immutable, taken once
+        let token: String
+        private let message: OpaquePointer
 
         /// Takes over one reference to `message`.
         init(token: String, message: OpaquePointer) {
             self.token = token
-            notification = nil
             self.message = message
         }
 
-        /// Called once, when a slot is handed over.
-        func request() -> Request {
-            Request(token: token, message: message ?? notification!.makeCMessage(), apnsID: nil)
-        }
-
-        /// Called once instead of `request()`, when it is never sent.
-        func abandon() {
-            if let message { capns_message_release(message) }
-        }
+        func request() -> Request { Request(token: token, message: message, apnsID: nil) }
+        func abandon() { capns_message_release(message) }
     }
 
     /// Sends one request made ahead (a broadcast) and waits for its final result.
-    func send(_ pending: Pending) async -> DeliveryResult {
+    func send(_ pending: any Pending) async -> DeliveryResult {
         let id = nextCallerID()
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { enter(pending, caller: id, $0) }
@@ -245,7 +252,7 @@ final class Lane: Sendable {
     /// The synchronous half of one caller's send (the async half is the caller's own
     /// frame, kept to one so that 20,000 waiting callers stay small): it takes a slot
     /// and submits, or waits in line for one; `c` is resumed once with the final result.
-    func enter(_ pending: Pending, caller id: Int, _ c: CallerContinuation) {
+    func enter(_ pending: any Pending, caller id: Int, _ c: CallerContinuation) {
         var fx = Effects()
         state.withLock { s in
             if s.closed || Task.isCancelled {
@@ -279,7 +286,7 @@ final class Lane: Sendable {
     }
 
     /// The result of a caller's send that never left.
-    private func notSent(_ pending: Pending, _ why: String) -> DeliveryResult {
+    private func notSent(_ pending: any Pending, _ why: String) -> DeliveryResult {
         pending.abandon()
         return DeliveryResult(token: pending.token, apnsID: nil, status: 0, reason: nil, attempts: 0, error: why)
     }
