@@ -12,6 +12,7 @@
  * a caller passes may hold a control character; the JWT is never logged.
  */
 #include "capns.h"
+#include "sender_internal.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -125,21 +126,6 @@ typedef struct {
     bool too_long;
 } call_state;
 
-static void take_header(const char *line, size_t len, const char *name, char *out, size_t outlen)
-{
-    size_t nl = strlen(name);
-    if (len <= nl || strncasecmp(line, name, nl) != 0 || line[nl] != ':')
-        return;
-    const char *p = line + nl + 1, *end = line + len;
-    while (p < end && *p == ' ')
-        p++;
-    while (end > p && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
-        end--;
-    size_t n = (size_t)(end - p) < outlen - 1 ? (size_t)(end - p) : outlen - 1;
-    memcpy(out, p, n);
-    out[n] = '\0';
-}
-
 static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
 {
     call_state *st = userdata;
@@ -148,8 +134,8 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
         st->out->request_id[0] = st->out->channel_id[0] = '\0';
         return len;
     }
-    take_header(buf, len, "apns-request-id", st->out->request_id, sizeof st->out->request_id);
-    take_header(buf, len, "apns-channel-id", st->out->channel_id, sizeof st->out->channel_id);
+    capns__take_header(buf, len, "apns-request-id", st->out->request_id, sizeof st->out->request_id);
+    capns__take_header(buf, len, "apns-channel-id", st->out->channel_id, sizeof st->out->channel_id);
     return len;
 }
 

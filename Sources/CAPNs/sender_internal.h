@@ -121,4 +121,9 @@ void capns__flush(capns_sender *s);
 /* Parses an APNs error body {"reason":"...","timestamp":N} into c. */
 void capns__parse_error_body(const char *body, size_t len, capns_completion *c);
 
+/* Copies the value of the header line "name: value\r\n" into out (cut to outlen - 1
+ * bytes, NUL-terminated) when the line has that name, case-insensitively; libcurl's
+ * header callbacks (transport_curl.c, manage.c) read APNs' ids this way. */
+void capns__take_header(const char *line, size_t len, const char *name, char *out, size_t outlen);
+
 #endif

@@ -207,8 +207,7 @@ static hdrset *hdrset_get(curl_transport *t, capns_message *m)
 
 /* ------------------------------------------------------------ callbacks */
 
-/* Copies the value of "name: value\r\n" into out when the line has that name. */
-static void take_header(const char *line, size_t len, const char *name, char *out, size_t outlen)
+void capns__take_header(const char *line, size_t len, const char *name, char *out, size_t outlen)
 {
     size_t nl = strlen(name);
     if (len <= nl || strncasecmp(line, name, nl) != 0 || line[nl] != ':')
@@ -241,9 +240,9 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
         x->body_len = 0;
         return len;
     }
-    take_header(buf, len, "apns-id", x->apns_id, sizeof x->apns_id);
-    take_header(buf, len, "apns-request-id", x->apns_id, sizeof x->apns_id);   /* a broadcast's id */
-    take_header(buf, len, "apns-unique-id", x->unique_id, sizeof x->unique_id);
+    capns__take_header(buf, len, "apns-id", x->apns_id, sizeof x->apns_id);
+    capns__take_header(buf, len, "apns-request-id", x->apns_id, sizeof x->apns_id);   /* a broadcast's id */
+    capns__take_header(buf, len, "apns-unique-id", x->unique_id, sizeof x->unique_id);
     return len;
 }
 

@@ -138,19 +138,6 @@ static bool is_base64(const char *v, size_t len)
     return pad <= 2;
 }
 
-static bool is_lower_uuid(const char *u, size_t len)
-{
-    if (len != 36)
-        return false;
-    for (size_t i = 0; i < 36; i++) {
-        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-        char ch = u[i];
-        if (dash ? ch != '-' : !((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
-            return false;
-    }
-    return true;
-}
-
 #define FIELD_IS(f, lit) ((f).len == sizeof(lit) - 1 && memcmp((f).v, lit, sizeof(lit) - 1) == 0)
 
 static mock_answer ok(int status) { return (mock_answer){status, R_NONE, -1}; }
@@ -384,7 +371,7 @@ void mock__channels_answer(mock_conn *c, mock_stream *s)
     mock_answer a = s->answer;
     int status = a.status ? a.status : 200;
     s->answered = true;
-    if (is_lower_uuid(s->ch.request_id.v, s->ch.request_id.len))
+    if (mock__is_uuid(s->ch.request_id.v, s->ch.request_id.len))
         memcpy(s->ch.request_out, s->ch.request_id.v, 37);
     else
         mock__uuid(c, s->ch.request_out);

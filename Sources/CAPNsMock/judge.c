@@ -80,8 +80,8 @@ static bool is_device_token(const char *t, size_t len)
     return true;
 }
 
-/* 8-4-4-4-12 lower-case hex, as APNs wants apns-id. */
-static bool is_uuid(const char *u, size_t len)
+/* 8-4-4-4-12 lower-case hex, as APNs wants apns-id (and a broadcast's apns-request-id). */
+bool mock__is_uuid(const char *u, size_t len)
 {
     if (len != 36)
         return false;
@@ -217,7 +217,7 @@ static mock_answer check_headers(capns_mock *m, mock_stream *s)
     int topic = check_topic(m, s->topic.v, s->topic.len, suffix);
     if (topic != R_NONE)
         return (mock_answer){400, topic, -1};
-    if ((s->seen & H_ID) && !is_uuid(s->apns_id.v, s->apns_id.len))
+    if ((s->seen & H_ID) && !mock__is_uuid(s->apns_id.v, s->apns_id.len))
         return (mock_answer){400, R_BAD_MESSAGE_ID, -1};
     if (s->seen & H_PRIORITY) {
         bool p10 = FIELD_IS(s->priority, "10");
@@ -363,7 +363,7 @@ static void answer(mock_conn *c, mock_stream *s)
     mock_answer a = s->answer;
     int status = a.status ? a.status : 200;
     s->answered = true;
-    if (is_uuid(s->apns_id.v, s->apns_id.len))
+    if (mock__is_uuid(s->apns_id.v, s->apns_id.len))
         memcpy(s->answer_id, s->apns_id.v, 36);
     else
         fresh_uuid(c, s->answer_id);

@@ -410,4 +410,7 @@ void mock__channels_stats(capns_mock *m, capns_mock_stats *out);
 void mock__loop_fire_timers(mock_loop *loop);
 void mock__loop_apply_limits(mock_loop *loop);
 
+/* 8-4-4-4-12 lower-case hex (judge.c). */
+bool mock__is_uuid(const char *u, size_t len);
+
 #endif /* CAPNS_MOCK_INTERNAL_H */

@@ -277,20 +277,10 @@ final class TricklingProxy: @unchecked Sendable {
     init(answer: String, bytesPerWrite: Int = 1) throws {
         self.answer = Array(answer.utf8)
         self.bytesPerWrite = bytesPerWrite
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (listener, bound) = boundLoopbackSocket()
         self.listener = listener
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, len) }
-        }
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &len) }
-        }
         guard listen(listener, 16) == 0 else { throw POSIXError(.EADDRINUSE) }
-        port = UInt16(bigEndian: addr.sin_port)
+        port = bound
         Thread { [self] in
             while case let fd = accept(listener, nil, nil), fd >= 0 {
                 Thread { self.serve(fd) }.start()

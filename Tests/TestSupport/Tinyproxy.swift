@@ -94,20 +94,8 @@ public final class SilentProxy: @unchecked Sendable {
     private let fd: Int32
 
     public init() {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) }
-        }
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
-        }
+        (fd, port) = boundLoopbackSocket()
         listen(fd, 64)
-        port = UInt16(bigEndian: addr.sin_port)
-        self.fd = fd
     }
 
     deinit { close(fd) }
