@@ -137,7 +137,7 @@ import TestSupport
     func theExecutableTakesAClientCA() async throws {
         let pki = Fixture.pki
         #expect(runSync(Package.executable("apns-mock"), ["--help"]).stdout.contains("--client-ca"))
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: Package.executable("apns-mock"))
         process.arguments = ["--port", "0", "--cert", pki.serverCertificate, "--key", pki.serverKey,
                              "--topic", pki.topic, "--sandbox", "--client-ca", pki.caFile]

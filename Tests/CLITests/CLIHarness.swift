@@ -125,7 +125,7 @@ struct Record {
 
 /// apns-send as a child process that a test can stop with a signal.
 final class SendProcess: @unchecked Sendable {
-    private let process = Process()
+    private let process = ChildProcess()
     private let errPipe = Pipe()
 
     init(_ arguments: [String]) throws {

@@ -91,7 +91,7 @@ import TestSupport
         let server = ServerProcess(sandbox: nil, production: nil)
         let port = freePort()
         let db = server.scratch.path("other/db.sqlite")
-        let p = Process()
+        let p = ChildProcess()
         p.executableURL = URL(fileURLWithPath: Harness.binary)
         p.arguments = ["--config", server.configPath]
         p.environment = ProcessInfo.processInfo.environment.merging(

@@ -72,7 +72,7 @@ final class ServerProcess: @unchecked Sendable {
     let port: UInt16
     let configPath: String
     var databasePath: String { scratch.path("var/apns.db") }
-    private var process: Process?
+    private var process: ChildProcess?
     private var stderrPath: String { scratch.path("stderr.log") }
     let sandbox: MockServer?
     let production: MockServer?
@@ -160,7 +160,7 @@ final class ServerProcess: @unchecked Sendable {
 
     /// Starts the server and waits until it accepts connections.
     func start(environment: [String: String] = [:]) async throws {
-        let p = Process()
+        let p = ChildProcess()
         p.executableURL = URL(fileURLWithPath: Harness.binary)
         p.arguments = ["--config", configPath]
         p.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }

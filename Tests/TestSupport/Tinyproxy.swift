@@ -19,7 +19,7 @@ public final class Tinyproxy: @unchecked Sendable {
     public let port: UInt16
     private let scratch = Scratch()
     private let logPath: String
-    private var processHolder: Process?
+    private var processHolder: ChildProcess?
 
     /// `connectPorts`: the ports CONNECT may reach (nil: any). `basicAuth`: the one user
     /// it accepts. tinyproxy's config takes a password of letters and digits.
@@ -37,7 +37,7 @@ public final class Tinyproxy: @unchecked Sendable {
             lines += (connectPorts ?? []).map { "ConnectPort \($0)" }
             if let basicAuth { lines.append("BasicAuth \(basicAuth.user) \(basicAuth.password)") }
             let config = scratch.file("tinyproxy-\(port).conf", lines.joined(separator: "\n") + "\n")
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: Tinyproxy.binary)
             process.arguments = ["-d", "-c", config]
             process.standardOutput = FileHandle.nullDevice
