@@ -16,7 +16,6 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <openssl/x509.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,31 +30,6 @@ struct capns_manager {
     char *ca_blob;
     size_t ca_blob_len;
 };
-
-/* Appends a whole file to a growing buffer; false when it cannot be read. */
-static bool append_file(char **buf, size_t *len, const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return false;
-    bool ok = true;
-    char chunk[16384];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        char *p = realloc(*buf, *len + n + 1);
-        if (!p) {
-            ok = false;
-            break;
-        }
-        memcpy(p + *len, chunk, n);
-        *len += n;
-        p[*len] = '\0';
-        *buf = p;
-    }
-    ok = ok && !ferror(f);
-    fclose(f);
-    return ok;
-}
 
 capns_manager *capns_manager_create(const capns_manager_config *cfg, char *err, size_t errlen)
 {
@@ -73,15 +47,9 @@ capns_manager *capns_manager_create(const capns_manager_config *cfg, char *err, 
     bool v6 = strchr(cfg->host, ':') != NULL;
     snprintf(mg->origin, sizeof mg->origin, "https://%s%s%s:%u", v6 ? "[" : "", cfg->host, v6 ? "]" : "",
              (unsigned)cfg->port);
-    if (cfg->ca_file) {
-        /* CURLOPT_CAINFO alone would replace the system's roots; one blob adds to them. */
-        const char *system = getenv(X509_get_default_cert_file_env());
-        append_file(&mg->ca_blob, &mg->ca_blob_len, system && *system ? system : X509_get_default_cert_file());
-        if (!append_file(&mg->ca_blob, &mg->ca_blob_len, cfg->ca_file)) {
-            snprintf(err, errlen, "TLS: cannot load CA file %s", cfg->ca_file);
-            capns_manager_destroy(mg);
-            return NULL;
-        }
+    if (cfg->ca_file && !capns__curl_ca_blob(cfg->ca_file, &mg->ca_blob, &mg->ca_blob_len, err, errlen)) {
+        capns_manager_destroy(mg);
+        return NULL;
     }
     CURL *e = mg->easy;
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");

@@ -126,4 +126,9 @@ void capns__parse_error_body(const char *body, size_t len, capns_completion *c);
  * header callbacks (transport_curl.c, manage.c) read APNs' ids this way. */
 void capns__take_header(const char *line, size_t len, const char *name, char *out, size_t outlen);
 
+/* The system's CA bundle plus ca_file, as one PEM blob for CURLOPT_CAINFO_BLOB, appended
+ * to *blob (transport_curl.c; also the broadcast manager's). False, with err, when
+ * ca_file cannot be read. */
+bool capns__curl_ca_blob(const char *ca_file, char **blob, size_t *len, char *err, size_t errlen);
+
 #endif

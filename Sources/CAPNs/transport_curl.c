@@ -349,23 +349,27 @@ static bool append_file(char **buf, size_t *len, const char *path)
 }
 
 /* The system's bundle as OpenSSL names it (SSL_CERT_FILE, else its built-in path),
- * the file the nghttp2 transport's SSL_CTX_set_default_verify_paths reads, so both
- * transports trust the same roots; then cfg.ca_file. The default CA directory stays
+ * the file the nghttp2 transport's SSL_CTX_set_default_verify_paths reads, so every
+ * curl handle trusts the same roots as it; then ca_file. CURLOPT_CAINFO alone would
+ * replace the system's roots; one blob adds to them. The default CA directory stays
  * curl's own (CURLOPT_CAPATH untouched). */
-static bool build_ca_blob(curl_transport *t, char *err, size_t errlen)
+bool capns__curl_ca_blob(const char *ca_file, char **blob, size_t *len, char *err, size_t errlen)
 {
-    const char *ca_file = t->s->cfg.ca_file;
-    if (!ca_file)
-        return true;
     const char *system = getenv(X509_get_default_cert_file_env());
     if (!system || !*system)
         system = X509_get_default_cert_file();
-    append_file(&t->ca_blob, &t->ca_blob_len, system);     /* none on this machine: fine */
-    if (!append_file(&t->ca_blob, &t->ca_blob_len, ca_file)) {
+    append_file(blob, len, system);     /* none on this machine: fine */
+    if (!append_file(blob, len, ca_file)) {
         snprintf(err, errlen, "TLS: cannot load CA file %s", ca_file);
         return false;
     }
     return true;
+}
+
+static bool build_ca_blob(curl_transport *t, char *err, size_t errlen)
+{
+    const char *ca_file = t->s->cfg.ca_file;
+    return !ca_file || capns__curl_ca_blob(ca_file, &t->ca_blob, &t->ca_blob_len, err, errlen);
 }
 
 /* Certificate auth: curl builds an SSL_CTX per connection and hands it here before

@@ -59,6 +59,21 @@ struct FanOut: Sendable {
     static let reservedKeys: Set = ["aps", "type", "entity_type", "entity_id", "entity_title"]
     static let maxUsers = 10_000
 
+    /// A request's `user_ids`: 1 to `maxUsers` identifiers, repeats dropped, in order.
+    static func userIDs(_ ids: JSON) throws(APIError) -> [String] {
+        guard case .array(let items) = ids, !items.isEmpty, items.count <= FanOut.maxUsers else {
+            throw .badRequest("user_ids must be a non-empty list of at most \(FanOut.maxUsers) user ids")
+        }
+        var seen = Set<String>(), ordered: [String] = []
+        for item in items {
+            guard let id = item.stringValue, Registration.isIdentifier(id) else {
+                throw .badRequest("user_ids must hold strings (1 to 256 characters)")
+            }
+            if seen.insert(id).inserted { ordered.append(id) }
+        }
+        return ordered
+    }
+
     func parse(_ body: JSON) throws(APIError) -> Request {
         guard let type = body["type"]?.stringValue, Registration.isIdentifier(type), type.utf8.count <= 64 else {
             throw .badRequest("type is required (a string of 1 to 64 characters)")
@@ -76,17 +91,7 @@ struct FanOut: Sendable {
         case (nil, nil): throw .badRequest("one of user_ids or company_id is required")
         case (.some, .some): throw .badRequest("give user_ids or company_id, not both")
         case (let ids?, nil):
-            guard case .array(let items) = ids, !items.isEmpty, items.count <= FanOut.maxUsers else {
-                throw .badRequest("user_ids must be a non-empty list of at most \(FanOut.maxUsers) user ids")
-            }
-            var seen = Set<String>(), ordered: [String] = []
-            for item in items {
-                guard let id = item.stringValue, Registration.isIdentifier(id) else {
-                    throw .badRequest("user_ids must hold strings (1 to 256 characters)")
-                }
-                if seen.insert(id).inserted { ordered.append(id) }
-            }
-            audience = .users(ordered)
+            audience = .users(try FanOut.userIDs(ids))
         case (nil, let company?):
             guard let id = company.stringValue, Registration.isIdentifier(id) else {
                 throw .badRequest("company_id must be a string (1 to 256 characters)")

@@ -149,17 +149,7 @@ struct LiveActivitySend: Sendable {
 
     static func userIDs(_ body: JSON) throws(APIError) -> [String]? {
         guard let v = body["user_ids"], !v.isNull else { return nil }
-        guard case .array(let items) = v, !items.isEmpty, items.count <= FanOut.maxUsers else {
-            throw .badRequest("user_ids must be a non-empty list of at most \(FanOut.maxUsers) user ids")
-        }
-        var seen = Set<String>(), ordered: [String] = []
-        for item in items {
-            guard let id = item.stringValue, Registration.isIdentifier(id) else {
-                throw .badRequest("user_ids must hold strings (1 to 256 characters)")
-            }
-            if seen.insert(id).inserted { ordered.append(id) }
-        }
-        return ordered
+        return try FanOut.userIDs(v)
     }
 
     static func seconds(_ body: JSON, _ key: String) throws(APIError) -> Int64? {
