@@ -46,7 +46,10 @@ import Testing
             $0.latency = .milliseconds(125)
             $0.maxStreams = 1
         }
-        let client = try Harness.client(mock, transport: .nghttp2, maxInFlight: 50)
+        // A slow handshake on a loaded machine must not make every caller "unreachable"
+        // (status 0 at once), which empties the line before the poll can see it.
+        let client = try Harness.client(port: mock.port, transport: .nghttp2, maxInFlight: 50,
+                                        connectTimeout: .seconds(60))
         let tokens = Harness.tokens(4_000)
         let note = Harness.notification()
         let send = { (token: String) in Task { try? await client.send(note, to: token) } }

@@ -353,12 +353,13 @@ enum Harness {
     }
 
     static func client(port: UInt16, transport: Transport, caFile: String? = TestPKI.shared.caFile,
-                       maxInFlight: Int = 1000, requestTimeout: Duration = .seconds(10)) throws -> APNsClient {
+                       maxInFlight: Int = 1000, requestTimeout: Duration = .seconds(10),
+                       connectTimeout: Duration = .seconds(2)) throws -> APNsClient {
         let pki = TestPKI.shared
         let credentials = try Credentials(key: SigningKey(contentsOf: pki.keyPath), keyID: pki.keyID, teamID: pki.teamID)
         return try APNsClient(configuration: .init(
             credentials: credentials, environment: .custom(host: "127.0.0.1", port: Int(port)), caFile: caFile,
-            transport: transport, maxInFlight: maxInFlight, connectTimeout: .seconds(2),
+            transport: transport, maxInFlight: maxInFlight, connectTimeout: connectTimeout,
             requestTimeout: requestTimeout, retry: retry))
     }
 
