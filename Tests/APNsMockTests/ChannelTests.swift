@@ -152,7 +152,7 @@ import Testing
 
     /// "up to 10,000 channels for your app": the 10,001st create is refused and
     /// nothing is lost (every other create answered 201, each with its own id).
-    @Test func theTenThousandAndFirstChannelIsRefused() throws {
+    @Test func theTenThousandAndFirstChannelIsRefused() async throws {
         let mock = try Fixture.mock()
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("chan-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -181,7 +181,7 @@ import Testing
             for _ in batch..<min(batch + 500, 10_001) { config += "url = \"\(url)\"\n" }
             let file = dir.appendingPathComponent("curl.cfg")
             try Data(config.utf8).write(to: file)
-            let result = runSync("/usr/bin/curl", ["-K", file.path], timeout: 300)
+            let result = await run("/usr/bin/curl", ["-K", file.path], timeout: 300)
             codes += result.stdout.split(separator: "\n").map(String.init)
             stderr += result.stderr
         }

@@ -148,10 +148,10 @@ import TestSupport
         defer { if process.isRunning { process.terminate() } }
         let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
         let port = try #require(UInt16(line.split(separator: ":").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""))
-        let answers = await Task.detached { (Self.send(port, cert: "sandbox.pem"), Self.send(port, cert: "wrongca.pem")) }.value
+        let answers = await offPool { (Self.send(port, cert: "sandbox.pem"), Self.send(port, cert: "wrongca.pem")) }
         #expect(answers.0.status == 200)
         #expect(answers.1.reason == "BadCertificate")
         process.terminate()
-        await Task.detached { process.waitUntilExit() }.value
+        await offPool { process.waitUntilExit() }
     }
 }

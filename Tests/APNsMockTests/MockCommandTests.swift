@@ -42,7 +42,7 @@ import TestSupport
 
         var gone = Request()
         gone.path = "/3/device/\(Fixture.otherToken)"
-        let answers = await Task.detached { curl(port, [Request(), gone]).answers }.value
+        let answers = await offPool { [gone] in curl(port, [Request(), gone]).answers }
         #expect(answers.map(\.status) == [200, 410])
         #expect(answers.first?.headers["apns-unique-id"] != nil)
 
@@ -52,7 +52,7 @@ import TestSupport
         }
         #expect(try String(contentsOfFile: stats, encoding: .utf8).contains(#""410":1"#))
         process.terminate()
-        await Task.detached { process.waitUntilExit() }.value
+        await offPool { process.waitUntilExit() }
         #expect(process.terminationStatus == 0)
         #expect(try String(contentsOfFile: stats, encoding: .utf8).contains(#""Unregistered":1"#))
     }

@@ -153,8 +153,12 @@ final class SendProcess: @unchecked Sendable {
     /// Sends `signal` (nil: none) and waits for the exit; returns the status and stderr.
     func stop(_ signal: Int32?) async -> (Int32, String) {
         if let signal, process.isRunning { kill(process.processIdentifier, signal) }
-        let data = await Task.detached { [errPipe] in errPipe.fileHandleForReading.readDataToEndOfFile() }.value
-        process.waitUntilExit()
+        // Off the pool: a run can last minutes (the durability tests wait for whole runs).
+        let data = await offPool { [errPipe, process] in
+            let data = errPipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return data
+        }
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 

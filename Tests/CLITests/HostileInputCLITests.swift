@@ -91,7 +91,7 @@ import TestSupport
                                environment: CLI.cleanEnvironment(), timeout: 60)
         // A non-blocking open for writing fails (ENXIO) until apns-send has the FIFO
         // open for reading; retried with a deadline, so the test cannot hang either.
-        let writer = Task.detached { () -> Bool in
+        let written = await offPool { () -> Bool in
             let deadline = Date().addingTimeInterval(30)
             var fd: Int32 = -1
             while fd < 0 && Date() < deadline {
@@ -105,7 +105,7 @@ import TestSupport
             close(fd)
             return true
         }
-        #expect(await writer.value, "apns-send never opened the FIFO")
+        #expect(written, "apns-send never opened the FIFO")
         let r = await result
         #expect(r.status == 1, "one malformed line: \(r.stderr)")
         let records = try Record.parse(r.stdout)

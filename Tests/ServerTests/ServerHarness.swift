@@ -69,7 +69,9 @@ enum Harness {
 /// One apns-server process with its own folder, config, database and port.
 final class ServerProcess: @unchecked Sendable {
     let scratch = Scratch()
-    let port: UInt16
+    /// The port it listens on, known once started: the config says port 0, and the
+    /// kernel's pick is read back from the process (`listeningPorts`).
+    private(set) var port: UInt16 = 0
     let configPath: String
     var databasePath: String { scratch.path("var/apns.db") }
     private var process: ChildProcess?
@@ -96,7 +98,6 @@ final class ServerProcess: @unchecked Sendable {
     init(sandbox: MockServer?, production: MockServer?, options: Options = Options()) {
         self.sandbox = sandbox
         self.production = production
-        port = freePort()
         let pki = Harness.pki
         _ = scratch.file("api-keys", "# backend keys\n\(Harness.apiKey)\n")
         _ = scratch.file("user-jwt.secret", Harness.jwtSecret + "\n")
@@ -122,7 +123,7 @@ final class ServerProcess: @unchecked Sendable {
         }.joined(separator: "\n")
         testClock = options.testClockFile != nil
         let yaml = """
-            listen: 127.0.0.1:\(port)
+            listen: 127.0.0.1:0
             database: sqlite:var/apns.db
             api_keys_file: api-keys
             user_jwt_secret_file: user-jwt.secret
@@ -174,7 +175,11 @@ final class ServerProcess: @unchecked Sendable {
         try p.run()
         process = p
         let end = Date().addingTimeInterval(30)
-        while !canConnect(port) {
+        while true {
+            if let listening = listeningPorts(pid: p.processIdentifier).first, canConnect(listening) {
+                port = listening
+                return
+            }
             guard p.isRunning else { throw StartError(stderr: stderr) }
             guard Date() < end else { throw StartError(stderr: "not listening after 30 s\n" + stderr) }
             try await Task.sleep(for: .milliseconds(20))

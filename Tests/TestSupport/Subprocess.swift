@@ -47,10 +47,5 @@ public func runSync(_ path: String, _ arguments: [String], environment: [String:
 /// The async face of `runSync`, off the cooperative pool.
 public func run(_ path: String, _ arguments: [String], environment: [String: String]? = nil,
                 stdin: Data? = nil, timeout: TimeInterval = 120) async -> ProcessResult {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().async {
-            continuation.resume(returning: runSync(path, arguments, environment: environment,
-                                                   stdin: stdin, timeout: timeout))
-        }
-    }
+    await offPool { runSync(path, arguments, environment: environment, stdin: stdin, timeout: timeout) }
 }
