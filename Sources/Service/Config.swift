@@ -18,6 +18,7 @@ public struct ServerConfig: Sendable {
     var userJWTSecret: [UInt8]
     public var apps: [AppConfig]
     public var worker: WorkerConfig
+    public var retention = RetentionConfig()
     /// Largest request body; a larger one is answered 413 without being read.
     public var maxBodyBytes: Int
     /// A connection that sends nothing for this long is closed (slow clients).
@@ -44,6 +45,15 @@ public struct ServerConfig: Sendable {
         /// Backoff before such a delivery is tried again: base × 2^attempts, capped.
         public var backoffBaseMillis = 1000
         public var backoffMaxMillis = 300_000
+    }
+
+    /// How long the delivery log keeps what is finished.
+    public struct RetentionConfig: Sendable {
+        /// Notifications (with their deliveries) and broadcasts older than this, once
+        /// final, are deleted; 0 keeps everything.
+        public var days = 30
+        /// How often the pruner looks (and once at start).
+        public var intervalSeconds = 3600
     }
 
     /// The variables that override the file's values. Paths they give are relative
@@ -204,6 +214,13 @@ extension ServerConfig {
             try w!.rejectUnknown()
         }
 
+        var retention = RetentionConfig()
+        if var r = try reader.mapping("retention") {
+            retention.days = try r.int("days", default: retention.days, range: 0...36_500)
+            retention.intervalSeconds = try r.int("interval_seconds", default: retention.intervalSeconds, range: 1...86_400)
+            try r.rejectUnknown()
+        }
+
         guard let appNodes = reader.take("apps") else { throw ConfigError("config: apps is required (a list of apps)") }
         guard let list = appNodes.sequence, !list.isEmpty else {
             throw ConfigError("config: apps must be a non-empty list of apps")
@@ -230,9 +247,11 @@ extension ServerConfig {
         }
         try reader.rejectUnknown()
 
-        return ServerConfig(listenHost: host, listenPort: port, databasePath: databasePath, apiKeys: apiKeys,
-                            userJWTSecret: secret, apps: apps, worker: worker, maxBodyBytes: maxBody,
-                            idleTimeoutSeconds: idle, logLevel: logLevel, testClockFile: testClockFile)
+        var config = ServerConfig(listenHost: host, listenPort: port, databasePath: databasePath, apiKeys: apiKeys,
+                                  userJWTSecret: secret, apps: apps, worker: worker, maxBodyBytes: maxBody,
+                                  idleTimeoutSeconds: idle, logLevel: logLevel, testClockFile: testClockFile)
+        config.retention = retention
+        return config
     }
 
     private static func parseApp(_ r: Reader) throws(ConfigError) -> AppConfig {

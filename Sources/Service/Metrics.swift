@@ -1,5 +1,6 @@
 import CoreMetrics
 import Prometheus
+import Store
 
 /// What `GET /metrics` shows (Prometheus text): deliveries by app, type and
 /// reason, the APNs latency, the outbox depth, and, through swift-metrics, the
@@ -50,6 +51,16 @@ final class ServiceMetrics: Sendable {
     }
 
     /// The registry keeps one counter per name and labels; this finds or makes it.
+    /// What retention removed from the log.
+    func pruned(_ result: PruneResult) {
+        counter("apns_server_log_pruned_total", "Finished log entries removed by retention", [("kind", "notification")])
+            .increment(by: Int64(result.notifications))
+        counter("apns_server_log_pruned_total", "Finished log entries removed by retention", [("kind", "delivery")])
+            .increment(by: Int64(result.deliveries))
+        counter("apns_server_log_pruned_total", "Finished log entries removed by retention", [("kind", "broadcast")])
+            .increment(by: Int64(result.broadcasts))
+    }
+
     private func counter(_ name: String, _ help: String, _ labels: [(String, String)]) -> Prometheus.Counter {
         // Names here end in _total already: the unit component stays empty.
         registry.makeCounter(descriptor: .init(metricName: name, unitName: "", helpText: help), labels: labels)

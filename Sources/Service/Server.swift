@@ -88,6 +88,7 @@ public enum APNsServer {
         let broadcastWakeup = WorkerWakeup()
         let broadcastWorker = BroadcastWorker(config: config, store: store, broadcasts: broadcasts,
                                               wakeup: broadcastWakeup, logger: logger)
+        let pruner = LogPruner(config: config, store: store, metrics: metrics, logger: logger)
         let router = makeRouter(config: config, store: store, metrics: metrics, wakeup: wakeup,
                                 broadcasts: broadcasts, broadcastWakeup: broadcastWakeup)
         let app = Application(
@@ -95,8 +96,8 @@ public enum APNsServer {
             server: .http1(configuration: .init(idleTimeout: .seconds(Int64(config.idleTimeoutSeconds)))),
             configuration: .init(address: .hostname(config.listenHost, port: config.listenPort),
                                  availableConnectionsDelegate: MaximumAvailableConnections(4096)),
-            // Shut down in reverse: HTTP server, worker, clients.
-            services: [clients, broadcastWorker, worker],
+            // Shut down in reverse: HTTP server, pruner, workers, clients.
+            services: [clients, broadcastWorker, worker, pruner],
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? config.listenPort
                 logger.notice("apns-server listening on \(config.listenHost):\(port)")

@@ -80,6 +80,11 @@ public protocol DeliveryStore: Sendable {
     func outboxDepth() async throws(StoreError) -> Int
     /// Those of them not due at `now` (quiet hours, a batching window, a retry's backoff).
     func outboxWaiting(now: Int64) async throws(StoreError) -> Int
+    /// Retention: removes up to `limit` notifications created before `cutoff` whose
+    /// deliveries are all final (with those deliveries), and up to `limit` broadcasts
+    /// finished before it. One short transaction per call: the caller repeats until
+    /// nothing is left, so no long transaction holds the writer (or VACUUM) back.
+    func pruneLog(before cutoff: Int64, limit: Int) async throws(StoreError) -> PruneResult
 
     // MARK: Live Activities (tokens; their sends use the outbox above)
 

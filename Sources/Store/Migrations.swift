@@ -9,7 +9,7 @@ import GRDB
 /// steps are one `BEGIN IMMEDIATE` transaction: the second process waits for the
 /// first, then finds nothing to do.
 enum Migrations {
-    static let steps: [String] = [v1, v2, v3, v4]
+    static let steps: [String] = [v1, v2, v3, v4, v5]
 
     static func apply(_ db: Database) throws {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
@@ -273,6 +273,16 @@ enum Migrations {
             claimed_by     TEXT
         );
         CREATE INDEX broadcasts_pending ON broadcasts (available_at) WHERE state = 'pending';
+        """
+
+    /// Retention (issue #11): pruning walks notifications by age, finds their payloads
+    /// and the batched deliveries that name a pruned carrier, and finished broadcasts
+    /// by age, each through an index rather than a scan of the whole log.
+    static let v5 = """
+        CREATE INDEX notifications_by_age ON notifications (created_at);
+        CREATE INDEX payloads_by_notification ON payloads (notification_id);
+        CREATE INDEX deliveries_by_carrier ON deliveries (carried_by) WHERE carried_by IS NOT NULL;
+        CREATE INDEX broadcasts_finished ON broadcasts (finished_at) WHERE state <> 'pending';
         """
 }
 

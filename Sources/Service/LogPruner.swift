@@ -1,0 +1,62 @@
+import Logging
+import ServiceLifecycle
+import Store
+
+/// Retention: deletes what the log has finished with, once it is older than
+/// `retention.days` (a notification only when every one of its deliveries is final),
+/// at start and then every `retention.interval_seconds`.
+///
+/// Many small transactions rather than one large one: a long transaction would hold
+/// SQLite's writer away from the outbox, and on PostgreSQL it holds back VACUUM for
+/// every table, the hot outbox included.
+final class LogPruner: Service, Sendable {
+    let config: ServerConfig
+    let store: any DeliveryStore
+    let metrics: ServiceMetrics
+    let logger: Logger
+
+    /// Notifications (and broadcasts) per transaction.
+    static let batch = 500
+
+    init(config: ServerConfig, store: any DeliveryStore, metrics: ServiceMetrics, logger: Logger) {
+        self.config = config
+        self.store = store
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    func run() async throws {
+        guard config.retention.days > 0 else { return }
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                await self.pruneOnce()
+                try? await Task.sleep(for: .seconds(self.config.retention.intervalSeconds))
+            }
+        }
+    }
+
+    /// Everything due now, a batch at a time; returns the total.
+    @discardableResult
+    func pruneOnce() async -> PruneResult {
+        let cutoff = Clock.nowMillis - Int64(config.retention.days) * 86_400_000
+        var total = PruneResult()
+        while !Task.isCancelled {
+            do {
+                let step = try await store.pruneLog(before: cutoff, limit: Self.batch)
+                metrics.pruned(step)
+                total.notifications += step.notifications
+                total.deliveries += step.deliveries
+                total.broadcasts += step.broadcasts
+                if step.notifications < Self.batch && step.broadcasts < Self.batch { break }
+            } catch {
+                logger.error("log pruning failed", metadata: ["error": "\(error)"])
+                break
+            }
+        }
+        if !total.isEmpty {
+            logger.info("log pruned", metadata: ["notifications": "\(total.notifications)",
+                                                 "deliveries": "\(total.deliveries)", "broadcasts": "\(total.broadcasts)"])
+        }
+        return total
+    }
+}

@@ -1,0 +1,62 @@
+import GRDB
+
+/// What one pruning step removed from the log.
+public struct PruneResult: Sendable, Equatable {
+    public var notifications = 0
+    public var deliveries = 0
+    public var broadcasts = 0
+
+    public init(notifications: Int = 0, deliveries: Int = 0, broadcasts: Int = 0) {
+        self.notifications = notifications
+        self.deliveries = deliveries
+        self.broadcasts = broadcasts
+    }
+
+    public var isEmpty: Bool { notifications == 0 && broadcasts == 0 }
+}
+
+extension SQLiteStore {
+    /// Deletes, in one short transaction, up to `limit` notifications created before
+    /// `cutoff` whose every delivery is final, with their deliveries, payloads and
+    /// holds; and up to `limit` final broadcasts finished before it. A notification
+    /// with anything still pending stays whole, however old: the log never loses
+    /// the entry of a delivery that may yet be sent.
+    ///
+    /// A batched delivery of a newer notification may name a pruned carrier: it keeps
+    /// its state and loses only the pointer (`carried_by` NULL).
+    public func pruneLog(before cutoff: Int64, limit: Int) async throws(StoreError) -> PruneResult {
+        try await write("prune the log") { db in
+            let ids = try String.fetchAll(db, sql: """
+                SELECT n.id FROM notifications n
+                WHERE n.created_at < ?
+                  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id AND d.state = 'pending')
+                ORDER BY n.created_at LIMIT ?
+                """, arguments: [cutoff, limit])
+            var result = PruneResult()
+            if !ids.isEmpty {
+                try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS pruned (id TEXT PRIMARY KEY) WITHOUT ROWID")
+                try db.execute(sql: "DELETE FROM temp.pruned")
+                let insert = try db.cachedStatement(sql: "INSERT INTO temp.pruned (id) VALUES (?)")
+                for id in ids { try insert.execute(arguments: [id]) }
+                let doomed = "SELECT d.id FROM deliveries d JOIN temp.pruned p ON p.id = d.notification_id"
+                try db.execute(sql: """
+                    UPDATE deliveries SET carried_by = NULL
+                    WHERE carried_by IN (\(doomed)) AND notification_id NOT IN (SELECT id FROM temp.pruned)
+                    """)
+                try db.execute(sql: "DELETE FROM holds WHERE delivery_id IN (\(doomed))")
+                try db.execute(sql: "DELETE FROM deliveries WHERE notification_id IN (SELECT id FROM temp.pruned)")
+                result.deliveries = db.changesCount
+                try db.execute(sql: "DELETE FROM payloads WHERE notification_id IN (SELECT id FROM temp.pruned)")
+                try db.execute(sql: "DELETE FROM notifications WHERE id IN (SELECT id FROM temp.pruned)")
+                result.notifications = db.changesCount
+                try db.execute(sql: "DELETE FROM temp.pruned")
+            }
+            try db.execute(sql: """
+                DELETE FROM broadcasts WHERE id IN (
+                    SELECT id FROM broadcasts WHERE state <> 'pending' AND finished_at < ? ORDER BY finished_at LIMIT ?)
+                """, arguments: [cutoff, limit])
+            result.broadcasts = db.changesCount
+            return result
+        }
+    }
+}
