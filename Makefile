@@ -50,9 +50,12 @@ demo-server: build keys
 	@scripts/demo-server.sh "$$($(SWIFT) build -c $(CONFIG) --show-bin-path)" $(DEMO_DIR)
 
 # A hung test must fail the run, not stall it: the suite takes ~70 s here (a soak run longer).
+# A run that crashed leaves no server behind: this checkout's apns-server and
+# apns-mock children are killed after it, whatever its outcome.
 test: deps
 	$(SWIFT) build --build-tests
-	timeout 1200 $(SWIFT) test --skip-build
+	timeout 1200 $(SWIFT) test --skip-build; status=$$?; \
+	  pkill -9 -f '^$(CURDIR)/\.build/[^ ]*/apns-(server|mock) ' || true; exit $$status
 	scripts/fuzz.sh --short
 	scripts/sanitize.sh --short
 
