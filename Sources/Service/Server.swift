@@ -99,8 +99,10 @@ public enum APNsServer {
             // Shut down in reverse: HTTP server, pruner, workers, clients.
             services: [clients, broadcastWorker, worker, pruner],
             onServerRunning: { channel in
+                // On stdout whatever the log level, as apns-mock reports its port: with
+                // `listen: HOST:0` this line is how a supervisor (or a test) learns it.
                 let port = channel.localAddress?.port ?? config.listenPort
-                logger.notice("apns-server listening on \(config.listenHost):\(port)")
+                FileHandle.standardOutput.write(Data("apns-server listening on \(config.listenHost):\(port)\n".utf8))
             },
             logger: logger)
         do {

@@ -88,11 +88,11 @@ import TestSupport
         #expect(mkfifo(fifo, 0o600) == 0)
         let tokens = CLI.tokens(3)
         async let result = run(CLI.binary, CLI.arguments(mock) + [CLI.payload, fifo],
-                               environment: CLI.cleanEnvironment(), timeout: 60)
+                               environment: CLI.cleanEnvironment(), timeout: 180)
         // A non-blocking open for writing fails (ENXIO) until apns-send has the FIFO
         // open for reading; retried with a deadline, so the test cannot hang either.
         let written = await offPool { () -> Bool in
-            let deadline = Date().addingTimeInterval(30)
+            let deadline = Date().addingTimeInterval(120)
             var fd: Int32 = -1
             while fd < 0 && Date() < deadline {
                 fd = open(fifo, O_WRONLY | O_NONBLOCK)

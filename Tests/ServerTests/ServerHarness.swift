@@ -70,12 +70,14 @@ enum Harness {
 final class ServerProcess: @unchecked Sendable {
     let scratch = Scratch()
     /// The port it listens on, known once started: the config says port 0, and the
-    /// kernel's pick is read back from the process (`listeningPorts`).
+    /// server reports the kernel's pick on stdout. (A port picked beforehand can be
+    /// taken by another test's server first when tests run side by side.)
     private(set) var port: UInt16 = 0
     let configPath: String
     var databasePath: String { scratch.path("var/apns.db") }
     private var process: ChildProcess?
     private var stderrPath: String { scratch.path("stderr.log") }
+    private var stdoutPath: String { scratch.path("stdout.log") }
     let sandbox: MockServer?
     let production: MockServer?
     private let testClock: Bool
@@ -171,19 +173,29 @@ final class ServerProcess: @unchecked Sendable {
         let err = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
         err.seekToEndOfFile()
         p.standardError = err
-        p.standardOutput = FileHandle.nullDevice
+        FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
         try p.run()
         process = p
-        let end = Date().addingTimeInterval(30)
+        // Generous: a loaded machine starting a dozen debug servers at once is slow.
+        let end = Date().addingTimeInterval(120)
         while true {
-            if let listening = listeningPorts(pid: p.processIdentifier).first, canConnect(listening) {
+            if let listening = Self.reportedPort(in: stdoutPath) {
                 port = listening
                 return
             }
             guard p.isRunning else { throw StartError(stderr: stderr) }
-            guard Date() < end else { throw StartError(stderr: "not listening after 30 s\n" + stderr) }
+            guard Date() < end else { throw StartError(stderr: "not listening after 120 s\n" + stderr) }
             try await Task.sleep(for: .milliseconds(20))
         }
+    }
+
+    /// The port in apns-server's "apns-server listening on HOST:PORT" line, once written.
+    static func reportedPort(in path: String) -> UInt16? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("apns-server listening on ") }),
+              let port = line.split(separator: ":").last.flatMap({ UInt16($0) }) else { return nil }
+        return port
     }
 
     struct StartError: Error, CustomStringConvertible {

@@ -56,32 +56,3 @@ public func canConnect(_ port: UInt16) -> Bool {
         }
     }
 }
-
-/// The TCP ports process `pid` listens on, read from /proc: its socket inodes
-/// (/proc/PID/fd links "socket:[INODE]") matched with LISTEN rows (state 0A) of
-/// /proc/PID/net/tcp and tcp6. A server told to listen on port 0 is found this way
-/// without trusting a port picked beforehand, which another test's server may
-/// take first when tests run side by side.
-public func listeningPorts(pid: Int32) -> [UInt16] {
-    let fdDirectory = "/proc/\(pid)/fd"
-    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: fdDirectory) else { return [] }
-    var inodes: Set<Substring> = []
-    for entry in entries {
-        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(fdDirectory)/\(entry)"),
-              target.hasPrefix("socket:[") else { continue }
-        inodes.insert(target.dropFirst("socket:[".count).dropLast())
-    }
-    var ports: [UInt16] = []
-    for table in ["tcp", "tcp6"] {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/net/\(table)", encoding: .utf8) else { continue }
-        // "sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode ..."
-        for row in text.split(separator: "\n").dropFirst() {
-            let fields = row.split(separator: " ")
-            guard fields.count > 9, fields[3] == "0A", inodes.contains(fields[9]),
-                  let hexPort = fields[1].split(separator: ":").last, let port = UInt16(hexPort, radix: 16)
-            else { continue }
-            ports.append(port)
-        }
-    }
-    return ports
-}
