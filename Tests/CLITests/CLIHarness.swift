@@ -173,6 +173,12 @@ final class SendProcess: @unchecked Sendable {
 /// The stop is decided on a thread of its own: a short run is over in a second, and
 /// the suite's blocking tests can stall the async pool for longer than that.
 enum StopAndResume {
+    /// apns-send's line for a run a signal stopped. Not the bare word: a resumed run
+    /// may say "the last record was cut short (an interrupted write)" about the file.
+    static func wasInterrupted(_ stderr: String) -> Bool {
+        stderr.contains("interrupted: not reading more")
+    }
+
     struct Outcome {
         /// "signal after N: status", one per stopped run.
         var runs: [String] = []
@@ -196,8 +202,8 @@ enum StopAndResume {
             stopper.start()
             let (status, stderr) = await run.stop(nil)
             outcome.runs.append("\(signal) after \(until): \(status)")
-            if signal != SIGKILL && stderr.contains("interrupted") { onInterrupted(outcome.runs.count, status, stderr) }
-            if !stderr.contains("interrupted") && signal != SIGKILL { break }   // finished before the signal
+            if signal != SIGKILL && wasInterrupted(stderr) { onInterrupted(outcome.runs.count, status, stderr) }
+            if !wasInterrupted(stderr) && signal != SIGKILL { break }   // finished before the signal
         }
         let last = try SendProcess(arguments + ["--resume", output] + input)
         (outcome.lastStatus, outcome.lastStderr) = await last.stop(nil)
