@@ -34,7 +34,18 @@ public final class PostgresCluster: @unchecked Sendable {
         do {
             try Self.giveToServerUser(folder)
             try initdb()
-            try start()
+            // The port was free when picked; another test's server may take it before
+            // ours binds: then another port.
+            for attempt in 1...3 {
+                do {
+                    try start()
+                    break
+                } catch let error as ClusterError where attempt < 3 && logTail().contains("could not bind") {
+                    _ = error
+                    try? FileManager.default.removeItem(atPath: folder + "/server.log")
+                    port = freePort()
+                }
+            }
         } catch {
             try? FileManager.default.removeItem(atPath: folder)
             throw error

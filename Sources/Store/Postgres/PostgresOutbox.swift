@@ -148,9 +148,10 @@ extension PostgresStore {
             LIMIT $2
             FOR UPDATE SKIP LOCKED
         ), leased AS (
-            UPDATE outbox o SET lease_until = $3, claimed_by = $4
-            FROM picked WHERE o.delivery_id = picked.delivery_id
-            RETURNING o.delivery_id, o.available_at
+            -- = ANY(ARRAY(…)): probes of the primary key, where a join may hash the whole outbox.
+            UPDATE outbox SET lease_until = $3, claimed_by = $4
+            WHERE delivery_id = ANY(ARRAY(SELECT delivery_id FROM picked))
+            RETURNING delivery_id, available_at
         )
         SELECT d.id, d.notification_id, d.user_id, d.device_id, d.token, d.environment, d.apns_id,
                coalesce(p.bytes, d.payload), d.push_type, d.priority, d.collapse_id, d.expiration,
