@@ -552,6 +552,9 @@ import TestSupport
         try await enqueueMany(store, "n", count: 10)
         let claimed = try await store.claim(worker: "w", limit: 4, leaseMillis: 60_000, now: 2)
         #expect(claimed.count == 4)
+        // An idle worker's LISTEN connection, open before the restart.
+        _ = await store.waitForWork(timeout: .milliseconds(1))
+        while store.wakeups.listenCount == 0 { try await Task.sleep(for: .milliseconds(10)) }
 
         try cluster.restart()
         // The pool's connections died with the server; a call may meet one before the
@@ -564,6 +567,15 @@ import TestSupport
         #expect(depth == 10)
         #expect(try await store.finish(worker: "w", claimed.map { delivered($0.id) }, now: 3) == 0)
         #expect(try await store.claim(worker: "v", limit: 10, leaseMillis: 60_000, now: 3).count == 6)
+
+        // The LISTEN connection came back by itself, and wakes the worker again.
+        while store.wakeups.listenCount < 2 {
+            _ = await store.waitForWork(timeout: .milliseconds(10))
+        }
+        while await store.waitForWork(timeout: .milliseconds(1)) {}
+        async let woken = store.waitForWork(timeout: .seconds(600))
+        try await enqueueMany(store, "after", count: 1, now: 4)
+        #expect(await woken)
         await store.close()
     }
 }
