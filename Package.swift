@@ -60,6 +60,7 @@ let package = Package(
         // apns-server's memory: registry, preferences, outbox, delivery log (SQLite, or PostgreSQL).
         .target(name: "Store", dependencies: [
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             // The pool's "no connection for a minute" error, matched by type.
             .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
@@ -115,7 +116,7 @@ let package = Package(
         .testTarget(name: "SendToolTests", dependencies: ["apns-send", "APNs", "TestSupport"]),
         .testTarget(name: "BenchTests", dependencies: ["TestSupport"]),
         // apns-server as a subprocess: real HTTP, real mock over TLS, a real SQLite file.
-        .testTarget(name: "ServerTests", dependencies: ["APNsMock", "Store", "TestSupport"]),
+        .testTarget(name: "ServerTests", dependencies: ["APNsMock", "Service", "Store", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "TestSupport"]),
     ]
 )

@@ -39,6 +39,7 @@ sed -e "s/AuthKey_ABC123DEFG.p8/AuthKey_$KEY_ID.p8/; s/key_id: ABC123DEFG/key_id
     -e "s|# production_endpoint: .*|production_endpoint: https://127.0.0.1:$mock_port|" \
     -e "s|# cacert: .*|cacert: $(cd "$dir/pki" && pwd)/ca.pem|" \
     -e "s/log_level: info/log_level: warning/" \
+    -e "s/topic: .*/topic: $TOPIC/" -e "s/window_seconds: 60/window_seconds: 3/" \
     examples/server/apns-server.yaml >"$work/apns-server.yaml"
 port=$(free_port)
 base=http://127.0.0.1:$port
@@ -70,5 +71,38 @@ for _ in $(seq 50); do
 done
 echo; echo "== the delivery log: GET /v1/notifications/$id"
 curl -s "$base/v1/notifications/$id" -H "Authorization: Bearer $api_key" | python3 -m json.tool
+
+# Quiet hours and batching, on the real clock (the example's 60 s window is 3 s here).
+post() { curl -s -X POST "$base/v1/notifications" -H "Authorization: Bearer $api_key" -H "Content-Type: application/json" -d "$1"; }
+apns_id_of() {  # the first delivery of a notification (from POST's reply on stdin)
+  local id; id=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["notification_id"])')
+  curl -s "$base/v1/notifications/$id" -H "Authorization: Bearer $api_key" | python3 -c 'import json,sys; print(json.load(sys.stdin)["deliveries"][0]["apns_id"])'
+}
+show() { curl -s "$base/v1/deliveries?apns_id=$1" -H "Authorization: Bearer $api_key"; echo; }
+traveller=$(jwt traveller); tech=$(jwt tech)
+curl -s -X POST "$base/api/user/device-token" -H "Authorization: Bearer $traveller" -H "Content-Type: application/json" \
+  -d '{"deviceToken":"c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00","platform":"ios","appType":"travel"}' >/dev/null
+curl -s -X POST "$base/api/user/device-token" -H "Authorization: Bearer $tech" -H "Content-Type: application/json" \
+  -d '{"deviceToken":"7ec47ec47ec47ec47ec47ec47ec47ec47ec47ec47ec47ec47ec47ec47ec47ec4","platform":"ios","appType":"ops"}' >/dev/null
+from=$(date -u -d '-1 hour' +%H:%M); to=$(date -u -d '+1 hour' +%H:%M)
+echo; echo "== the traveller's quiet hours, $from to $to UTC (now is inside them): PUT /api/user/push-preferences?appType=travel"
+curl -s -X PUT "$base/api/user/push-preferences?appType=travel" -H "Authorization: Bearer $traveller" -H "Content-Type: application/json" \
+  -d "{\"quietHoursEnabled\":true,\"quietHoursStart\":\"$from\",\"quietHoursEnd\":\"$to\",\"timeZone\":\"UTC\"}"; echo
+curl -s "$base/api/user/push-preferences?appType=travel" -H "Authorization: Bearer $traveller"; echo
+echo; echo "== a message in quiet hours is held until they end (travel: quiet_hours: defer); a broadcast (critical) goes now"
+held=$(post '{"type":"message","app_type":"travel","user_ids":["traveller"],"alert":{"title":"Lisbon","body":"Dinner moved to 20:30"},"sound":"default"}' | apns_id_of)
+now=$(post '{"type":"broadcast","app_type":"travel","user_ids":["traveller"],"alert":{"title":"Lisbon","body":"The bus leaves in 10 minutes"},"sound":"default"}' | apns_id_of)
+for _ in $(seq 50); do show "$now" | grep -q '"state":"delivered"' && break; sleep 0.1; done
+show "$held"; show "$now"
+
+echo; echo "== three updates on one job within the window (ops: coalesce) become one notification when it closes"
+for n in 1 2 3; do
+  last=$(post "{\"type\":\"scheduleChange\",\"entity_type\":\"task\",\"entity_id\":\"job-123\",\"entity_title\":\"123 Main St\",\"app_type\":\"ops\",\"user_ids\":[\"tech\"],\"alert\":{\"title\":\"Job 123\",\"body\":\"Change $n\"}}" | apns_id_of)
+done
+carrier=$(show "$last" | python3 -c 'import json,sys; print(json.load(sys.stdin)["carried_by"])')
+for _ in $(seq 100); do show "$carrier" | grep -q '"state":"delivered"' && break; sleep 0.1; done
+echo "a member:   $(show "$last")"
+echo "the send:   $(show "$carrier")"
+
 kill -TERM $server; wait $server; server=
 echo; echo "== apns-server drained and exited 0 on SIGTERM"

@@ -8,6 +8,7 @@
 #   h2_client    the sender's nghttp2 client session (h2_session.c) fed a hostile
 #                server's bytes; every request must complete exactly once
 #   error_body   the sender's APNs error-body reader (sender.c)
+#   proxy_answer the sender's CONNECT tunnel reading a proxy's answer (proxy_tunnel.c)
 #   key_pem      the sender's .p8 loader (jwt.c)
 #   swift_payload  JSONCompactor and DeviceToken (Sources/APNs), built with swiftc
 #   swift_tokens   apns-send's token-file reader and --resume record reader (Sources/apns-send)
@@ -23,7 +24,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${FUZZ_SECONDS:-60}
 if [ "${1:-}" = --short ]; then seconds=${FUZZ_SECONDS:-5}; shift; fi
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(mock_json mock_jwt mock_judge mock_conn h2_client error_body key_pem swift_payload swift_tokens)
+[ ${#names[@]} -gt 0 ] || names=(mock_json mock_jwt mock_judge mock_conn h2_client error_body proxy_answer key_pem swift_payload swift_tokens)
 
 toolchain=$(dirname "$(readlink -f "$(command -v swift)")")
 CC=${CC:-$toolchain/clang}
@@ -52,6 +53,7 @@ build() {
                   Sources/CAPNs/jwt.c -o "$out/$name" "${libs[@]}" ;;
     h2_client)  "$CC" "${cflags[@]}" fuzz/fuzz_h2_client.c "${shim_all[@]}" -o "$out/$name" -lcurl "${libs[@]}" ;;
     error_body) "$CC" "${cflags[@]}" fuzz/fuzz_error_body.c "${shim_all[@]}" -o "$out/$name" -lcurl "${libs[@]}" ;;
+    proxy_answer) "$CC" "${cflags[@]}" fuzz/fuzz_proxy_answer.c "${shim_all[@]}" -o "$out/$name" -lcurl "${libs[@]}" ;;
     key_pem)    "$CC" "${cflags[@]}" fuzz/fuzz_key_pem.c Sources/CAPNs/jwt.c -o "$out/$name" "${libs[@]}" ;;
     swift_payload)
       "$SWIFTC" -sanitize=fuzzer,address -parse-as-library -O -module-name APNs -use-ld=lld \

@@ -14,11 +14,14 @@ public struct APS: Sendable, Hashable {
     /// 0 to 1: how the system sorts the app's notifications in a summary.
     public var relevanceScore: Double?
     public var filterCriteria: String?
+    /// A Live Activity's keys (event, content-state, ...); send it with push type
+    /// `liveactivity`. Its alert is the payload's when `alert` is nil.
+    public var liveActivity: LiveActivity?
 
     public init(alert: Alert? = nil, badge: Int? = nil, sound: Sound? = nil, threadID: String? = nil,
                 category: String? = nil, contentAvailable: Bool = false, mutableContent: Bool = false,
                 targetContentID: String? = nil, interruptionLevel: InterruptionLevel? = nil,
-                relevanceScore: Double? = nil, filterCriteria: String? = nil) {
+                relevanceScore: Double? = nil, filterCriteria: String? = nil, liveActivity: LiveActivity? = nil) {
         self.alert = alert
         self.badge = badge
         self.sound = sound
@@ -30,6 +33,7 @@ public struct APS: Sendable, Hashable {
         self.interruptionLevel = interruptionLevel
         self.relevanceScore = relevanceScore
         self.filterCriteria = filterCriteria
+        self.liveActivity = liveActivity
     }
 
     public struct Alert: Sendable, Hashable {
@@ -99,7 +103,7 @@ public struct APS: Sendable, Hashable {
 
     var jsonValue: JSONValue {
         var o: [(String, JSONValue)] = []
-        if let alert { o.append(("alert", alert.jsonValue)) }
+        if let alert = alert ?? liveActivity?.alert { o.append(("alert", alert.jsonValue)) }
         if let badge { o.append(("badge", .int(badge))) }
         if let sound { o.append(("sound", sound.jsonValue)) }
         o.add("thread-id", threadID)
@@ -108,8 +112,11 @@ public struct APS: Sendable, Hashable {
         if mutableContent { o.append(("mutable-content", .int(1))) }
         o.add("target-content-id", targetContentID)
         o.add("interruption-level", interruptionLevel?.rawValue)
-        if let relevanceScore { o.append(("relevance-score", .double(relevanceScore))) }
+        if let relevanceScore, liveActivity?.relevanceScore == nil {
+            o.append(("relevance-score", .double(relevanceScore)))
+        }
         o.add("filter-criteria", filterCriteria)
+        if let liveActivity { o.append(contentsOf: liveActivity.apsMembers) }
         return .object(o)
     }
 }

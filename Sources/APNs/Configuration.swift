@@ -75,6 +75,10 @@ extension APNsClient {
         public var pingInterval: Duration
         public var retry: RetryPolicy
         public var logger: Logger
+        /// An HTTP proxy every connection goes through by CONNECT (TLS to APNs end to end
+        /// inside it), except to endpoints its bypass list names; nil connects directly.
+        /// The environment is not read: see `Proxy.fromEnvironment`.
+        public var proxy: Proxy? = nil
 
         public init(credentials: Credentials, environment: Environment, caFile: String? = nil,
                     transport: Transport = .nghttp2, connections: Int = 1, maxInFlight: Int = 1000,

@@ -27,6 +27,7 @@ final class Connection: Sendable {
         handler = CompletionHandler(onComplete)
         var err = [CChar](repeating: 0, count: Int(CAPNS_ERR_MAX))
         let caFile = c.caFile, ctx = Unmanaged.passUnretained(handler).toOpaque()
+        let proxy = ProxyCStrings(c.proxy, for: endpoint)
         let created: OpaquePointer? = endpoint.host.withCString { hostPtr in
             withOptionalCString(caFile) { caPtr in
                 var cfg = capns_sender_config()
@@ -46,7 +47,10 @@ final class Connection: Sendable {
                         .body(UnsafeBufferPointer(start: batch, count: count))
                 }
                 cfg.ctx = ctx
-                return capns_sender_create(&cfg, &err, err.count)
+                // Certificate auth: the sender retains the identity for as long as it runs.
+                if case .certificate(let certificate) = c.credentials { cfg.identity = certificate.handle }
+                proxy.apply(to: &cfg)
+                return withExtendedLifetime(proxy) { capns_sender_create(&cfg, &err, err.count) }
             }
         }
         guard let created else { throw .transport(String(cChars: err)) }

@@ -1,10 +1,32 @@
 import CAPNs
 
-/// What signs provider tokens: the .p8 key Apple issued, its key id and the team id.
-public struct Credentials: Sendable {
-    public let key: SigningKey
-    public let keyID: String
-    public let teamID: String
+/// How the engine proves who it is to APNs: one or the other, never both.
+public enum Credentials: Sendable {
+    /// Token-based trust: an ES256 provider token (JWT) signed with the .p8 key Apple
+    /// issued, sent in every request's authorization header.
+    case token(Token)
+    /// Certificate-based trust: the TLS client certificate (Apple Push Services)
+    /// identifies the app; no authorization header is sent.
+    case certificate(ClientCertificate)
+
+    /// The .p8 key, its key id and the team id.
+    public struct Token: Sendable {
+        public let key: SigningKey
+        public let keyID: String
+        public let teamID: String
+
+        public init(key: SigningKey, keyID: String, teamID: String) throws(Credentials.Error) {
+            guard Token.isAppleID(keyID) else { throw .badKeyID(keyID) }
+            guard Token.isAppleID(teamID) else { throw .badTeamID(teamID) }
+            self.key = key
+            self.keyID = keyID
+            self.teamID = teamID
+        }
+
+        private static func isAppleID(_ s: String) -> Bool {
+            s.utf8.count == 10 && s.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) }
+        }
+    }
 
     public enum Error: Swift.Error, Equatable, CustomStringConvertible {
         case badKeyID(String)
@@ -18,16 +40,9 @@ public struct Credentials: Sendable {
         }
     }
 
+    /// Token-based credentials.
     public init(key: SigningKey, keyID: String, teamID: String) throws(Credentials.Error) {
-        guard Credentials.isAppleID(keyID) else { throw .badKeyID(keyID) }
-        guard Credentials.isAppleID(teamID) else { throw .badTeamID(teamID) }
-        self.key = key
-        self.keyID = keyID
-        self.teamID = teamID
-    }
-
-    private static func isAppleID(_ s: String) -> Bool {
-        s.utf8.count == 10 && s.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) }
+        self = .token(try Token(key: key, keyID: keyID, teamID: teamID))
     }
 }
 

@@ -10,8 +10,9 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
     public init?(_ text: some StringProtocol) {
         // Most tokens arrive as APNs wants them (a backend stores what the app sent):
         // then the caller's own string is kept, with no copy.
-        if DeviceToken.isCanonical(text.utf8) {
-            hex = String(text)
+        var string = String(text)
+        if string.withUTF8(DeviceToken.isCanonical) {
+            hex = string
             return
         }
         var utf8 = Array(text.utf8)
@@ -31,10 +32,10 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { hex }
 
-    private static func isCanonical(_ utf8: some Collection<UInt8>) -> Bool {
-        let n = utf8.count
-        return lengthRange.contains(n) && n % 2 == 0
-            && utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+    private static func isCanonical(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard lengthRange.contains(utf8.count), utf8.count % 2 == 0 else { return false }
+        for c in utf8 where !((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66)) { return false }
+        return true
     }
 
     private static func isSpace(_ c: UInt8) -> Bool {

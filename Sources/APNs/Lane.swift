@@ -121,7 +121,7 @@ final class Lane: Sendable {
     /// that completion batch, in one submit), and the caller is resumed only once,
     /// with its result.
     private enum Waiter {
-        case caller(id: Int, Pending, CallerContinuation)
+        case caller(id: Int, any Pending, CallerContinuation)
         case batch(BatchInbox)
     }
 
@@ -190,11 +190,20 @@ final class Lane: Sendable {
 
     // MARK: - Sending
 
-    /// One caller's send before it has a slot. Its C message is made only when a slot
-    /// is handed over: a line of 20,000 waiting callers holds no C copy of any payload.
-    /// A class, so that the caller's suspended frame and the line hold one pointer: a
-    /// frame that outgrows the task's first allocator slab costs a kilobyte more.
-    final class Pending: Sendable {
+    /// One caller's send before it has a slot: `request()` is called once, when a slot
+    /// is handed over, or `abandon()` once instead, when it is never sent.
+    protocol Pending: AnyObject, Sendable {
+        var token: String { get }
+        func request() -> Request
+        func abandon()
+    }
+
+    /// A notification's C message is made only when a slot is handed over: a line of
+    /// 20,000 waiting callers holds no C copy of any payload. A class with these two
+    /// fields and no more: a caller's suspended frame that outgrows the task's first
+    /// allocator slab costs a kilobyte more (an optional notification here did, at
+    /// 20 MB for 20,000 callers).
+    final class NotificationSend: Pending {
         let token: String
         let notification: Notification
 
@@ -204,6 +213,32 @@ final class Lane: Sendable {
         }
 
         func request() -> Request { Request(token: token, message: notification.makeCMessage(), apnsID: nil) }
+        func abandon() {}
+    }
+
+    /// A request whose message was made ahead (a broadcast, for its path).
+    final class MadeSend: Pending, @unchecked Sendable {   // the message is immutable, taken once
+        let token: String
+        private let message: OpaquePointer
+
+        /// Takes over one reference to `message`.
+        init(token: String, message: OpaquePointer) {
+            self.token = token
+            self.message = message
+        }
+
+        func request() -> Request { Request(token: token, message: message, apnsID: nil) }
+        func abandon() { capns_message_release(message) }
+    }
+
+    /// Sends one request made ahead (a broadcast) and waits for its final result.
+    func send(_ pending: any Pending) async -> DeliveryResult {
+        let id = nextCallerID()
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { enter(pending, caller: id, $0) }
+        } onCancel: {
+            cancel(caller: id)
+        }
     }
 
     /// A caller suspended in `APNsClient.send(_:to:)`. Unsafe, not checked: the lane
@@ -217,12 +252,12 @@ final class Lane: Sendable {
     /// The synchronous half of one caller's send (the async half is the caller's own
     /// frame, kept to one so that 20,000 waiting callers stay small): it takes a slot
     /// and submits, or waits in line for one; `c` is resumed once with the final result.
-    func enter(_ pending: Pending, caller id: Int, _ c: CallerContinuation) {
+    func enter(_ pending: any Pending, caller id: Int, _ c: CallerContinuation) {
         var fx = Effects()
         state.withLock { s in
             if s.closed || Task.isCancelled {
                 let why = s.closed ? APNsError.shutDown.description : "cancelled before it was sent"
-                fx.finals.append((.caller(c), notSent(pending.token, why), false))
+                fx.finals.append((.caller(c), notSent(pending, why), false))
             } else if let slot = s.take() {
                 fill(&s, slot: slot, pending.request(), owner: .caller(c), callerID: id)
                 submit(&s, [slot], resend: false, &fx)
@@ -242,7 +277,7 @@ final class Lane: Sendable {
             if case .caller(_, let pending, let c)? = s.waiters.removeFirst(where: {
                 if case .caller(id, _, _) = $0 { true } else { false }
             }) {
-                fx.finals.append((.caller(c), notSent(pending.token, "cancelled before it was sent"), false))
+                fx.finals.append((.caller(c), notSent(pending, "cancelled before it was sent"), false))
             } else if let slot = s.slots.firstIndex(where: { $0.callerID == id }) {
                 s.slots[slot].cancelled = true
             }
@@ -250,9 +285,10 @@ final class Lane: Sendable {
         fx.run(metrics)
     }
 
-    /// The result of a caller's send that never left (it had no C message yet).
-    private func notSent(_ token: String, _ why: String) -> DeliveryResult {
-        DeliveryResult(token: token, apnsID: nil, status: 0, reason: nil, attempts: 0, error: why)
+    /// The result of a caller's send that never left.
+    private func notSent(_ pending: any Pending, _ why: String) -> DeliveryResult {
+        pending.abandon()
+        return DeliveryResult(token: pending.token, apnsID: nil, status: 0, reason: nil, attempts: 0, error: why)
     }
 
     /// How a batch's attempt to start requests went.
@@ -560,7 +596,7 @@ final class Lane: Sendable {
                 switch waiter {
                 case .batch(let inbox): fx.pokes.append(inbox)
                 case .caller(_, let pending, let c):
-                    fx.finals.append((.caller(c), notSent(pending.token, APNsError.shutDown.description), false))
+                    fx.finals.append((.caller(c), notSent(pending, APNsError.shutDown.description), false))
                 }
             }
         }

@@ -86,7 +86,7 @@ extension Notification {
                         var spec = capns_message_spec(
                             topic: topic, push_type: pushType, priority: Int32(priority?.rawValue ?? 0),
                             expiration: expiration?.headerValue ?? -1, collapse_id: collapse,
-                            payload: body.baseAddress, payload_len: body.count)
+                            payload: body.baseAddress, payload_len: body.count, channel_id: nil)
                         return capns_message_create(&spec)
                     }
                 }
@@ -104,6 +104,21 @@ extension Notification {
 
 /// A caller's apns-id in the form APNs wants (lower-case canonical UUID), or nil.
 func canonicalAPNsID(_ id: String) -> String? {
+    // An outbox hands back the ids it made, already canonical: those are kept as
+    // they are, with no copy (this check ran per message on a worker's hot path).
+    var id = id
+    let canonical = id.withUTF8 { b -> Bool in
+        guard b.count == Int(CAPNS_UUID_LEN) else { return false }
+        for (i, c) in b.enumerated() {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                if c != UInt8(ascii: "-") { return false }
+            } else if !((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66)) {
+                return false
+            }
+        }
+        return true
+    }
+    if canonical { return id }
     let utf8 = Array(id.utf8)
     guard utf8.count == Int(CAPNS_UUID_LEN) else { return nil }
     var out = [UInt8]()

@@ -4,6 +4,10 @@ public struct Payload: Sendable, Hashable {
     /// The bytes sent.
     public let bytes: [UInt8]
 
+    /// Largest broadcast (iOS 18 channel) payload APNs accepts, in bytes as sent;
+    /// device pushes have `PushType.payloadLimit`.
+    public static let broadcastLimit = 5120
+
     public enum Error: Swift.Error, Equatable, CustomStringConvertible {
         case empty
         case notJSON(String)

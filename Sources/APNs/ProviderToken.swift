@@ -10,6 +10,10 @@ import Synchronization
 /// requests sent with the current generation refresh it. APNs throttles changes
 /// more often than every 20 minutes (TooManyProviderTokenUpdates), which a
 /// 50-minute age refresh stays far from.
+///
+/// With certificate credentials there is no token: `current` is generation 0,
+/// which the lane never installs, so no authorization header is ever sent
+/// (APNs uses the token and ignores the certificate when both come).
 final class ProviderToken: Sendable {
     struct Current: Sendable {
         let jwt: String
@@ -19,14 +23,18 @@ final class ProviderToken: Sendable {
 
     static let refreshAge: Int64 = 50 * 60
 
-    private let credentials: Credentials
+    /// Nil with certificate credentials.
+    private let token: Credentials.Token?
     private let state: Mutex<Current?> = Mutex(nil)
     private let signatures = Atomic<Int>(0)
 
     /// The owner hands each new generation to its transport (`Lane.submit`).
     init(credentials: Credentials) {
-        self.credentials = credentials
+        if case .token(let token) = credentials { self.token = token } else { token = nil }
     }
+
+    /// What certificate credentials use: no token, never installed (generation 0).
+    static let none = Current(jwt: "", generation: 0, issuedAt: 0)
 
     /// JWT signatures made so far.
     var signatureCount: Int { signatures.load(ordering: .relaxed) }
@@ -49,9 +57,10 @@ final class ProviderToken: Sendable {
 
     /// `decide` returns the iat of a new token, or nil to keep the current one.
     private func update(_ decide: (Current?) throws(SigningKey.LoadError) -> Int64?) throws(SigningKey.LoadError) -> Current {
+        guard let token else { return ProviderToken.none }
         let (result, fresh): (Current, Bool) = try state.withLock { (state: inout Current?) throws(SigningKey.LoadError) -> (Current, Bool) in
             guard let iat = try decide(state) else { return (state!, false) }
-            let jwt = try credentials.key.sign(keyID: credentials.keyID, teamID: credentials.teamID, issuedAt: iat)
+            let jwt = try token.key.sign(keyID: token.keyID, teamID: token.teamID, issuedAt: iat)
             let next = Current(jwt: jwt, generation: (state?.generation ?? 0) + 1, issuedAt: iat)
             state = next
             return (next, true)

@@ -5,6 +5,8 @@ public enum Reason: Sendable, Hashable, CustomStringConvertible {
     case badCollapseId, badDeviceToken, badExpirationDate, badMessageId, badPriority, badTopic
     case deviceTokenNotForTopic, duplicateHeaders, idleTimeout, invalidPushType, missingDeviceToken
     case missingTopic, payloadEmpty, topicDisallowed
+    // 400, broadcast channels (iOS 18)
+    case missingChannelId, badChannelId, channelNotRegistered, cannotCreateChannelConfig, featureNotEnabled
     // 403
     case badCertificate, badCertificateEnvironment, expiredProviderToken, forbidden
     case invalidProviderToken, missingProviderToken, unrelatedKeyIdInToken
@@ -37,6 +39,9 @@ public enum Reason: Sendable, Hashable, CustomStringConvertible {
         (.tooManyProviderTokenUpdates, "TooManyProviderTokenUpdates"),
         (.internalServerError, "InternalServerError"), (.serviceUnavailable, "ServiceUnavailable"),
         (.shutdown, "Shutdown"),
+        (.missingChannelId, "MissingChannelId"), (.badChannelId, "BadChannelId"),
+        (.channelNotRegistered, "ChannelNotRegistered"),
+        (.cannotCreateChannelConfig, "CannotCreateChannelConfig"), (.featureNotEnabled, "FeatureNotEnabled"),
     ]
     private static let byName = Dictionary(uniqueKeysWithValues: spellings.map { ($0.1, $0.0) })
     private static let byReason = Dictionary(uniqueKeysWithValues: spellings.map { ($0.0, $0.1) })

@@ -68,6 +68,22 @@ public struct MockConfiguration: Sendable {
     public var seed: UInt64 = 0
     /// Event-loop threads (SO_REUSEPORT listeners).
     public var threads = 1
+    /// Broadcast channels each bundle id may have (Apple's limit is 10,000); one more
+    /// create is answered 400 CannotCreateChannelConfig.
+    public var channelLimit = 10_000
+    /// Off: every channel management and broadcast request is answered 400
+    /// FeatureNotEnabled, as for an app without the broadcast capability.
+    public var broadcastEnabled = true
+
+    // Certificate auth (APNS-PROTOCOL.md, "Certificate-based trust").
+    /// A CA (PEM): the mock asks every client for a TLS certificate and trusts the ones
+    /// this CA issued. A request without an authorization header on a connection with a
+    /// certificate is judged by it: 403 BadCertificate (untrusted, out of date, no Apple
+    /// environment extension), 403 BadCertificateEnvironment (a development certificate
+    /// on a production mock, or the reverse: see `sandbox`), 400 TopicDisallowed (a topic
+    /// the certificate's UID, UID.voip, UID.complication or topic extension does not
+    /// cover). Nil: token auth only.
+    public var clientCA: String?
 
     public struct SettingsDrop: Sendable, Equatable {
         /// After this many requests began on a connection...

@@ -159,6 +159,9 @@ public final class MockServer: Sendable {
         cfg.record_cap = c.recordRequests ? max(0, c.recordCap) : 0
         cfg.seed = c.seed
         cfg.threads = Int32(clamping: c.threads)
+        cfg.client_ca_file = c.clientCA.map { UnsafePointer(cString($0)) }
+        cfg.channel_limit = UInt32(clamping: max(1, c.channelLimit))
+        cfg.broadcast_disabled = c.broadcastEnabled ? 0 : 1
 
         var err = [CChar](repeating: 0, count: Int(CAPNS_MOCK_ERR_MAX))
         let mock = keys.withUnsafeBufferPointer { k in

@@ -31,6 +31,12 @@ public struct MockStatistics: Sendable, Equatable {
     /// Most concurrent streams on one connection once a `settingsDrop` was restored
     /// and acknowledged: whether the client ramps up again.
     public var maxConcurrentStreamsRestored: UInt64
+    /// Broadcast channels that exist now (every bundle id), created, deleted, and
+    /// creates refused for the limit.
+    public var channelsCurrent: UInt64
+    public var channelsCreated: UInt64
+    public var channelsDeleted: UInt64
+    public var channelsRefused: UInt64
 
     init(_ s: capns_mock_stats) {
         connectionsAccepted = s.connections_accepted
@@ -49,6 +55,10 @@ public struct MockStatistics: Sendable, Equatable {
         streamsRefused = s.streams_refused
         streamsOverLimit = s.streams_over_limit
         maxConcurrentStreamsRestored = s.max_streams_restored
+        channelsCurrent = s.channels_current
+        channelsCreated = s.channels_created
+        channelsDeleted = s.channels_deleted
+        channelsRefused = s.channels_refused
         var statuses: [Int: UInt64] = [:]
         withUnsafeBytes(of: s.status) { raw in
             for (code, count) in raw.bindMemory(to: UInt64.self).enumerated() where count > 0 {

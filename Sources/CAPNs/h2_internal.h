@@ -15,6 +15,7 @@
 #ifndef CAPNS_H2_INTERNAL_H
 #define CAPNS_H2_INTERNAL_H
 
+#include "proxy_tunnel.h"
 #include "sender_internal.h"
 
 #include <nghttp2/nghttp2.h>
@@ -78,7 +79,9 @@ typedef struct h2_stream {
     nghttp2_nv nv[H2_NV_MAX];
 } h2_stream;
 
-typedef enum { H2_CONNECTING, H2_HANDSHAKING, H2_READY, H2_DEAD } h2_conn_state;
+/* TUNNELING: through the proxy's CONNECT (only with a proxy); the connect deadline
+ * covers every state before READY. */
+typedef enum { H2_CONNECTING, H2_TUNNELING, H2_HANDSHAKING, H2_READY, H2_DEAD } h2_conn_state;
 
 typedef struct h2_transport h2_transport;
 
@@ -90,6 +93,7 @@ typedef struct h2_conn {
     SSL *ssl;
     nghttp2_session *session;
     struct addrinfo *addrs, *addr;   /* resolved list, the one being tried */
+    proxy_tunnel *tunnel;       /* with a proxy, until its CONNECT succeeded; then NULL */
     h2_link streams;
     size_t in_flight;           /* submitted to nghttp2 and not closed yet, done ones included */
     bool draining;              /* GOAWAY, stream ids used up, or retired after an answer
@@ -111,6 +115,7 @@ typedef struct h2_conn {
 struct h2_transport {
     capns_sender *s;
     SSL_CTX *ssl_ctx;
+    proxy_spec *proxy;          /* NULL = connect directly */
     nghttp2_session_callbacks *callbacks;
     nghttp2_option *option;
     int epfd, wakefd;
@@ -132,7 +137,7 @@ struct h2_transport {
 
 /* ---------------------------------------------------------------- h2_tls.c */
 
-SSL_CTX *h2_tls_ctx_new(const char *ca_file, char *err, size_t errlen);
+SSL_CTX *h2_tls_ctx_new(const char *ca_file, const capns_identity *identity, char *err, size_t errlen);
 /* Resolves and starts a non-blocking connect, from the address that last served (if
  * resolved again) then in getaddrinfo's order; -1 with c->error on failure. */
 int h2_tcp_start(h2_conn *c, const char *host, uint16_t port);

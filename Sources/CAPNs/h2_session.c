@@ -45,20 +45,28 @@ static size_t build_headers(h2_conn *c, h2_stream *st)
     nghttp2_nv *nv = st->nv;
     size_t n = 0, toklen = strlen(st->req.token);
 
-    memcpy(st->path, "/3/device/", 10);
-    memcpy(st->path + 10, st->req.token, toklen + 1);
-
     n = ADD_LIT(nv, n, ":method", "POST", 4, NV_STATIC);
     n = ADD_LIT(nv, n, ":scheme", "https", 5, NV_STATIC);
     n = ADD_LIT(nv, n, ":authority", t->authority, t->authority_len, NV_STATIC);
-    n = ADD_LIT(nv, n, ":path", st->path, 10 + toklen, once);
+    if (m->channel_id) {
+        /* Broadcast: the message's path, its channel; the bundle id is in the path. */
+        n = ADD_LIT(nv, n, ":path", m->path, strlen(m->path), NV_STATIC);
+    } else {
+        memcpy(st->path, "/3/device/", 10);
+        memcpy(st->path + 10, st->req.token, toklen + 1);
+        n = ADD_LIT(nv, n, ":path", st->path, 10 + toklen, once);
+    }
     if (t->auth_len)
         n = ADD_LIT(nv, n, "authorization", t->auth, t->auth_len, NGHTTP2_NV_FLAG_NO_COPY_NAME);
-    if (m->topic[0])
+    if (m->channel_id)
+        n = ADD_LIT(nv, n, "apns-channel-id", m->channel_id, strlen(m->channel_id), NV_STATIC);
+    else if (m->topic[0])
         n = ADD_LIT(nv, n, "apns-topic", m->topic, strlen(m->topic), NV_STATIC);
     if (m->push_type)
         n = ADD_LIT(nv, n, "apns-push-type", m->push_type, strlen(m->push_type), NV_STATIC);
-    if (st->req.apns_id[0])
+    if (st->req.apns_id[0] && m->channel_id)
+        n = ADD_LIT(nv, n, "apns-request-id", st->req.apns_id, strlen(st->req.apns_id), once);
+    else if (st->req.apns_id[0])
         n = ADD_LIT(nv, n, "apns-id", st->req.apns_id, strlen(st->req.apns_id), once);
     if (m->priority[0])
         n = ADD_LIT(nv, n, "apns-priority", m->priority, strlen(m->priority), NV_STATIC);
@@ -143,6 +151,8 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
         st->status = (value[0] - '0') * 100 + (value[1] - '0') * 10 + (value[2] - '0');
     else if (namelen == 7 && memcmp(name, "apns-id", 7) == 0)
         copy_id(st->apns_id, value, valuelen);
+    else if (namelen == 15 && memcmp(name, "apns-request-id", 15) == 0)
+        copy_id(st->apns_id, value, valuelen);      /* a broadcast's id */
     else if (namelen == 14 && memcmp(name, "apns-unique-id", 14) == 0)
         copy_id(st->unique_id, value, valuelen);
     return 0;

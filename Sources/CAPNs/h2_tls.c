@@ -4,9 +4,12 @@
  *
  * Verification is never turned off: the peer must chain to the system's roots or
  * to cfg.ca_file, and its certificate must name the host (DNS name or IP literal).
+ * With certificate auth (cfg.identity) the context also carries the client
+ * certificate, presented when the server asks for one.
  * Errors land in c->error as one line without the endpoint (capns__fail adds it).
  */
 #include "h2_internal.h"
+#include "identity_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,7 +25,7 @@
 
 static const unsigned char alpn_h2[] = "\x02h2";
 
-SSL_CTX *h2_tls_ctx_new(const char *ca_file, char *err, size_t errlen)
+SSL_CTX *h2_tls_ctx_new(const char *ca_file, const capns_identity *identity, char *err, size_t errlen)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
     if (!ctx) {
@@ -45,6 +48,11 @@ SSL_CTX *h2_tls_ctx_new(const char *ca_file, char *err, size_t errlen)
         snprintf(err, errlen, "TLS: cannot load CA file %s", ca_file);
         SSL_CTX_free(ctx);
         ERR_clear_error();
+        return NULL;
+    }
+    /* Certificate auth: every connection presents the client certificate. */
+    if (identity && capns__identity_apply(identity, ctx, err, errlen) != 0) {
+        SSL_CTX_free(ctx);
         return NULL;
     }
     return ctx;

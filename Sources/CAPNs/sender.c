@@ -82,7 +82,13 @@ capns_message *capns_message_create(const capns_message_spec *spec)
 {
     /* The transports write these strings into headers as they are. */
     if (!value_ok_or_null(spec->topic) || !value_ok_or_null(spec->push_type) ||
-        !value_ok_or_null(spec->collapse_id)) {
+        !value_ok_or_null(spec->collapse_id) || !value_ok_or_null(spec->channel_id)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    /* A broadcast's bundle id goes into :path: one segment, bounded. */
+    size_t bundle_len = spec->topic ? strlen(spec->topic) : 0;
+    if (spec->channel_id && (bundle_len == 0 || bundle_len > CAPNS_BUNDLE_MAX || strchr(spec->topic, '/'))) {
         errno = EINVAL;
         return NULL;
     }
@@ -90,8 +96,11 @@ capns_message *capns_message_create(const capns_message_spec *spec)
     size_t topic_len = strlen(topic);
     size_t push_len = spec->push_type ? strlen(spec->push_type) : 0;
     size_t collapse_len = spec->collapse_id ? strlen(spec->collapse_id) : 0;
+    size_t channel_len = spec->channel_id ? strlen(spec->channel_id) : 0;
+    static const char broadcasts[] = "/4/broadcasts/apps/";
+    size_t path_len = spec->channel_id ? sizeof broadcasts - 1 + bundle_len : 0;
     size_t size = sizeof(capns_message) + topic_len + 1 + push_len + 1 + collapse_len + 1 +
-                  spec->payload_len + 1;
+                  channel_len + 1 + path_len + 1 + spec->payload_len + 1;
     capns_message *m = malloc(size);
     if (!m) {
         errno = ENOMEM;
@@ -103,6 +112,14 @@ capns_message *capns_message_create(const capns_message_spec *spec)
     m->topic = place(&tail, topic, topic_len);
     m->push_type = spec->push_type ? place(&tail, spec->push_type, push_len) : NULL;
     m->collapse_id = spec->collapse_id ? place(&tail, spec->collapse_id, collapse_len) : NULL;
+    if (spec->channel_id) {
+        m->channel_id = place(&tail, spec->channel_id, channel_len);
+        m->path = tail;    /* "/4/broadcasts/apps/<bundle>" */
+        memcpy(tail, broadcasts, sizeof broadcasts - 1);
+        memcpy(tail + sizeof broadcasts - 1, spec->topic, bundle_len);
+        tail[path_len] = 0;
+        tail += path_len + 1;
+    }
     if (spec->priority)
         format_decimal(m->priority, sizeof m->priority, spec->priority);
     if (spec->expiration >= 0)
@@ -125,7 +142,7 @@ void capns_message_release(capns_message *m)
 {
     if (!m || atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) != 1)
         return;
-    free(m);    /* strings and payload live in the same block */
+    free(m);    /* strings, path and payload live in the same block */
 }
 
 /* ---------------------------------------------------------------- queue */
@@ -396,6 +413,8 @@ capns_sender *capns_sender_create(const capns_sender_config *cfg, char *err, siz
     s->cfg = *cfg;
     s->cfg.host = strdup(cfg->host);
     s->cfg.ca_file = dup_or_null(cfg->ca_file);
+    if (cfg->identity)      /* certificate auth: held for as long as the transports use it */
+        capns_identity_retain((capns_identity *)cfg->identity);
     snprintf(s->endpoint, sizeof s->endpoint, "%s:%u", cfg->host, (unsigned)cfg->port);
     s->ops = ops;
     s->queue = calloc((size_t)cfg->max_outstanding, sizeof *s->queue);
@@ -419,6 +438,7 @@ capns_sender *capns_sender_create(const capns_sender_config *cfg, char *err, siz
     return s;
 fail:
     pthread_mutex_destroy(&s->lock);
+    capns_identity_release((capns_identity *)s->cfg.identity);
     free((char *)s->cfg.host);
     free((char *)s->cfg.ca_file);
     free(s->queue);
@@ -452,6 +472,7 @@ void capns_sender_destroy(capns_sender *s)
     pthread_join(s->thread, NULL);
     s->ops->destroy(s->impl);
     pthread_mutex_destroy(&s->lock);
+    capns_identity_release((capns_identity *)s->cfg.identity);
     free((char *)s->cfg.host);
     free((char *)s->cfg.ca_file);
     free(s->queue);

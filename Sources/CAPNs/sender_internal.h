@@ -28,6 +28,9 @@ struct capns_message {
     uint8_t *payload;
     size_t payload_len;
     char content_length[24];    /* payload_len spelled out, for transports that send it */
+    /* Broadcast (capns_message_spec.channel_id): both NULL for a device push. */
+    char *channel_id;
+    char *path;                 /* "/4/broadcasts/apps/<topic>" */
 };
 
 /* A request as the sender keeps it: copied at submit, so the caller's memory is free. */
@@ -117,5 +120,15 @@ void capns__flush(capns_sender *s);
 
 /* Parses an APNs error body {"reason":"...","timestamp":N} into c. */
 void capns__parse_error_body(const char *body, size_t len, capns_completion *c);
+
+/* Copies the value of the header line "name: value\r\n" into out (cut to outlen - 1
+ * bytes, NUL-terminated) when the line has that name, case-insensitively; libcurl's
+ * header callbacks (transport_curl.c, manage.c) read APNs' ids this way. */
+void capns__take_header(const char *line, size_t len, const char *name, char *out, size_t outlen);
+
+/* The system's CA bundle plus ca_file, as one PEM blob for CURLOPT_CAINFO_BLOB, appended
+ * to *blob (transport_curl.c; also the broadcast manager's). False, with err, when
+ * ca_file cannot be read. */
+bool capns__curl_ca_blob(const char *ca_file, char **blob, size_t *len, char *err, size_t errlen);
 
 #endif

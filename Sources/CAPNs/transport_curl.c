@@ -31,7 +31,9 @@
  * retries the streams above GOAWAY's last-stream-id itself; the rest end
  * NOT_PROCESSED and on_close_socket() counts connections_lost.
  */
+#include "proxy_tunnel.h"
 #include "sender_internal.h"
+#include "identity_internal.h"
 
 #include <curl/curl.h>
 #include <openssl/ssl.h>
@@ -49,6 +51,7 @@
 #define BODY_MAX 512            /* APNs error bodies are tens of bytes */
 #define TAKE_BATCH 64           /* requests moved from the queue per lock */
 #define POLL_MS 1000            /* upper bound on one wait; wakeups cut it short */
+#define PARKED_RETRY_MS 2       /* the wait while transfers are under way (curl_run) */
 #define SOCKETS_MAX 64          /* connections tracked for connections_lost */
 
 typedef struct hdrset {
@@ -75,13 +78,14 @@ typedef struct xfer {
     bool no_h2;                 /* the prereq callback refused the connection */
     capns_queued q;
     hdrset *headers;
-    struct curl_slist id_node;  /* "apns-id: ..." then headers->list */
-    char id_line[16 + CAPNS_UUID_LEN];
+    struct curl_slist id_node;  /* "apns-id: ..." (broadcast: "apns-request-id: ...") then headers->list */
+    char id_line[24 + CAPNS_UUID_LEN];
     char apns_id[CAPNS_UUID_LEN + 1];
     char unique_id[CAPNS_UUID_LEN + 1];
     char body[BODY_MAX];
     size_t body_len;
     char errbuf[CURL_ERROR_SIZE];
+    char proxy_answer[80];      /* the proxy's CONNECT status line after "HTTP/1.x ", or "" */
 } xfer;
 
 struct curl_transport {
@@ -108,6 +112,8 @@ struct curl_transport {
      * replace the system's bundle instead of adding to it. */
     char *ca_blob;
     size_t ca_blob_len;
+    proxy_spec *proxy;          /* NULL = connect directly */
+    char proxy_url[320];        /* "http://host:port" */
 };
 
 /* ---------------------------------------------------------- header sets */
@@ -137,7 +143,10 @@ static hdrset *hdrset_build(curl_transport *t, capns_message *m)
     struct curl_slist *l = NULL;
     if (t->authorization[0])
         l = add_header(l, &ok, "authorization", t->authorization);
-    l = add_header(l, &ok, "apns-topic", m->topic);
+    if (m->channel_id)      /* broadcast: the bundle id is in the path */
+        l = add_header(l, &ok, "apns-channel-id", m->channel_id);
+    else
+        l = add_header(l, &ok, "apns-topic", m->topic);
     if (m->push_type)
         l = add_header(l, &ok, "apns-push-type", m->push_type);
     if (m->priority[0])
@@ -198,8 +207,7 @@ static hdrset *hdrset_get(curl_transport *t, capns_message *m)
 
 /* ------------------------------------------------------------ callbacks */
 
-/* Copies the value of "name: value\r\n" into out when the line has that name. */
-static void take_header(const char *line, size_t len, const char *name, char *out, size_t outlen)
+void capns__take_header(const char *line, size_t len, const char *name, char *out, size_t outlen)
 {
     size_t nl = strlen(name);
     if (len <= nl || strncasecmp(line, name, nl) != 0 || line[nl] != ':')
@@ -218,14 +226,23 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
 {
     xfer *x = userdata;
     size_t len = size * nitems;
+    /* APNs answers over HTTP/2 ("HTTP/2 200"): an HTTP/1 status line is the proxy's
+     * answer to CONNECT, kept to word a refusal as the nghttp2 transport does. */
+    if (len > 9 && memcmp(buf, "HTTP/1.", 7) == 0) {
+        size_t n = 0;
+        for (size_t i = 9; i < len && buf[i] != '\r' && buf[i] != '\n' && n + 1 < sizeof x->proxy_answer; i++)
+            x->proxy_answer[n++] = (buf[i] >= 0x20 && buf[i] < 0x7f) ? buf[i] : '?';
+        x->proxy_answer[n] = '\0';
+    }
     if (len > 5 && memcmp(buf, "HTTP/", 5) == 0) {
         /* A new response starts (an interim one may have preceded it). */
         x->apns_id[0] = x->unique_id[0] = '\0';
         x->body_len = 0;
         return len;
     }
-    take_header(buf, len, "apns-id", x->apns_id, sizeof x->apns_id);
-    take_header(buf, len, "apns-unique-id", x->unique_id, sizeof x->unique_id);
+    capns__take_header(buf, len, "apns-id", x->apns_id, sizeof x->apns_id);
+    capns__take_header(buf, len, "apns-request-id", x->apns_id, sizeof x->apns_id);   /* a broadcast's id */
+    capns__take_header(buf, len, "apns-unique-id", x->unique_id, sizeof x->unique_id);
     return len;
 }
 
@@ -332,23 +349,38 @@ static bool append_file(char **buf, size_t *len, const char *path)
 }
 
 /* The system's bundle as OpenSSL names it (SSL_CERT_FILE, else its built-in path),
- * the file the nghttp2 transport's SSL_CTX_set_default_verify_paths reads, so both
- * transports trust the same roots; then cfg.ca_file. The default CA directory stays
+ * the file the nghttp2 transport's SSL_CTX_set_default_verify_paths reads, so every
+ * curl handle trusts the same roots as it; then ca_file. CURLOPT_CAINFO alone would
+ * replace the system's roots; one blob adds to them. The default CA directory stays
  * curl's own (CURLOPT_CAPATH untouched). */
-static bool build_ca_blob(curl_transport *t, char *err, size_t errlen)
+bool capns__curl_ca_blob(const char *ca_file, char **blob, size_t *len, char *err, size_t errlen)
 {
-    const char *ca_file = t->s->cfg.ca_file;
-    if (!ca_file)
-        return true;
     const char *system = getenv(X509_get_default_cert_file_env());
     if (!system || !*system)
         system = X509_get_default_cert_file();
-    append_file(&t->ca_blob, &t->ca_blob_len, system);     /* none on this machine: fine */
-    if (!append_file(&t->ca_blob, &t->ca_blob_len, ca_file)) {
+    append_file(blob, len, system);     /* none on this machine: fine */
+    if (!append_file(blob, len, ca_file)) {
         snprintf(err, errlen, "TLS: cannot load CA file %s", ca_file);
         return false;
     }
     return true;
+}
+
+static bool build_ca_blob(curl_transport *t, char *err, size_t errlen)
+{
+    const char *ca_file = t->s->cfg.ca_file;
+    return !ca_file || capns__curl_ca_blob(ca_file, &t->ca_blob, &t->ca_blob_len, err, errlen);
+}
+
+/* Certificate auth: curl builds an SSL_CTX per connection and hands it here before
+ * the handshake; the client certificate goes on it from the identity already loaded
+ * and checked (no file or password passes through curl). */
+static CURLcode on_ssl_ctx(CURL *easy, void *ssl_ctx, void *data)
+{
+    const curl_transport *t = data;
+    char err[CAPNS_ERR_MAX];
+    return capns__identity_apply(t->s->cfg.identity, ssl_ctx, err, sizeof err) == 0 ? CURLE_OK
+                                                                                    : CURLE_SSL_CERTPROBLEM;
 }
 
 /* Options every request of this sender shares, set once per easy handle. */
@@ -372,6 +404,10 @@ static xfer *xfer_new(curl_transport *t)
         struct curl_blob blob = {t->ca_blob, t->ca_blob_len, CURL_BLOB_NOCOPY};
         curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
     }
+    if (cfg->identity) {
+        curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, on_ssl_ctx);
+        curl_easy_setopt(e, CURLOPT_SSL_CTX_DATA, t);
+    }
     if (cfg->connect_timeout_ms > 0)
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)cfg->connect_timeout_ms);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -385,6 +421,21 @@ static xfer *xfer_new(curl_transport *t)
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, t);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
+    /* The proxy is the caller's decision alone: "" keeps libcurl from taking one (or
+     * exceptions, NO_PROXY) from the environment. With one, CONNECT (HTTPPROXYTUNNEL)
+     * always, so TLS runs end to end with the APNs host, verified against its name. */
+    curl_easy_setopt(e, CURLOPT_NOPROXY, "");
+    curl_easy_setopt(e, CURLOPT_PROXY, t->proxy ? t->proxy_url : "");
+    if (t->proxy) {
+        curl_easy_setopt(e, CURLOPT_PROXYTYPE, (long)CURLPROXY_HTTP);
+        curl_easy_setopt(e, CURLOPT_HTTPPROXYTUNNEL, 1L);
+        curl_easy_setopt(e, CURLOPT_SUPPRESS_CONNECT_HEADERS, 0L);   /* on_header sees the answer */
+        if (t->proxy->username) {
+            curl_easy_setopt(e, CURLOPT_PROXYAUTH, (long)CURLAUTH_BASIC);
+            curl_easy_setopt(e, CURLOPT_PROXYUSERNAME, t->proxy->username);
+            curl_easy_setopt(e, CURLOPT_PROXYPASSWORD, t->proxy->password);
+        }
+    }
     x->next_all = t->all;
     t->all = x;
     return x;
@@ -440,14 +491,20 @@ static void start(curl_transport *t, capns_queued *q)
     x->headers = h;
     h->users++;
     x->no_h2 = false;
-    x->apns_id[0] = x->unique_id[0] = x->errbuf[0] = '\0';
+    x->apns_id[0] = x->unique_id[0] = x->errbuf[0] = x->proxy_answer[0] = '\0';
     x->body_len = 0;
-    snprintf(x->id_line, sizeof x->id_line, "apns-id: %s", q->apns_id);
+    const capns_message *m = q->message;
+    snprintf(x->id_line, sizeof x->id_line, "%s: %s", m->channel_id ? "apns-request-id" : "apns-id", q->apns_id);
     x->id_node.data = x->id_line;
     x->id_node.next = h->list;
 
-    char url[sizeof t->url_prefix + CAPNS_TOKEN_MAX];
-    snprintf(url, sizeof url, "%s%s", t->url_prefix, q->token);
+    /* url_prefix ends in "/3/device/"; a broadcast keeps only its origin. */
+    char url[sizeof t->url_prefix + CAPNS_TOKEN_MAX + CAPNS_BUNDLE_MAX];
+    if (m->channel_id)
+        snprintf(url, sizeof url, "%.*s%s", (int)(strlen(t->url_prefix) - (sizeof "/3/device/" - 1)),
+                 t->url_prefix, m->path);
+    else
+        snprintf(url, sizeof url, "%s%s", t->url_prefix, q->token);
     CURL *e = x->easy;
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, &x->id_node);
@@ -523,7 +580,8 @@ static bool is_connect_error(CURLcode rc)
     }
 }
 
-static void add_stats(curl_transport *t, CURL *e)
+/* A tunnel the proxy refused is not a connection opened (as in the nghttp2 transport). */
+static void add_stats(curl_transport *t, CURL *e, bool refused_by_proxy)
 {
     long connects = 0, req_size = 0, hdr_size = 0;
     curl_off_t up = 0, down = 0;
@@ -532,7 +590,7 @@ static void add_stats(curl_transport *t, CURL *e)
     curl_easy_getinfo(e, CURLINFO_HEADER_SIZE, &hdr_size);
     curl_easy_getinfo(e, CURLINFO_SIZE_UPLOAD_T, &up);
     curl_easy_getinfo(e, CURLINFO_SIZE_DOWNLOAD_T, &down);
-    CAPNS_STAT_ADD(t->s, connections_opened, (uint64_t)connects);
+    CAPNS_STAT_ADD(t->s, connections_opened, refused_by_proxy ? 0 : (uint64_t)connects);
     CAPNS_STAT_ADD(t->s, bytes_sent, (uint64_t)req_size + (uint64_t)up);
     CAPNS_STAT_ADD(t->s, bytes_received, (uint64_t)hdr_size + (uint64_t)down);
 }
@@ -574,7 +632,11 @@ static void finish(curl_transport *t, xfer *x, CURLcode rc)
     capns_sender *s = t->s;
     capns_queued q = x->q;
     const char *why = x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc);
-    add_stats(t, x->easy);
+    long proxy_status = 0;
+    if (t->proxy)
+        curl_easy_getinfo(x->easy, CURLINFO_HTTP_CONNECTCODE, &proxy_status);
+    bool refused_by_proxy = rc != CURLE_OK && proxy_status && (proxy_status < 200 || proxy_status > 299);
+    add_stats(t, x->easy, refused_by_proxy);
     curl_multi_remove_handle(t->multi, x->easy);
 
     int timeout = s->cfg.request_timeout_ms;
@@ -582,13 +644,24 @@ static void finish(curl_transport *t, xfer *x, CURLcode rc)
         capns__now_ns() - q.submitted_ns >= (int64_t)(timeout - 2) * 1000000;
 
     t->warm = rc == CURLE_OK;
-    if (rc == CURLE_OK || has_answer(x))
+    if (refused_by_proxy) {
+        /* The proxy refused the tunnel; its own status line, as the nghttp2 transport words it. */
+        char why_proxy[200];
+        const char *reason = x->proxy_answer;
+        reason += strlen(reason) >= 3 ? 3 : strlen(reason);     /* past "407" */
+        while (*reason == ' ')
+            reason++;
+        proxy_refused(why_proxy, sizeof why_proxy, t->proxy, (int)proxy_status, reason);
+        capns__fail(s, &q, CAPNS_CONNECT_FAILED, "%s", why_proxy);
+    } else if (rc == CURLE_OK || has_answer(x))
         complete_answered(t, x, &q);
     else if (x->no_h2)
         capns__fail(s, &q, CAPNS_CONNECT_FAILED,
                     "server did not negotiate HTTP/2 (ALPN h2); APNs requires HTTP/2");
     else if (rc == CURLE_OPERATION_TIMEDOUT && deadline_passed)
         capns__fail(s, &q, CAPNS_TIMED_OUT, "no answer within %d ms (%s)", timeout, why);
+    else if ((rc == CURLE_OPERATION_TIMEDOUT || is_connect_error(rc)) && t->proxy && !proxy_status)
+        capns__fail(s, &q, CAPNS_CONNECT_FAILED, "proxy %s: cannot connect: %s", t->proxy->label, why);
     else if (rc == CURLE_OPERATION_TIMEDOUT || is_connect_error(rc))
         capns__fail(s, &q, CAPNS_CONNECT_FAILED, "cannot connect: %s", why);
     else {
@@ -657,6 +730,15 @@ static void *curl_create(capns_sender *s, char *err, size_t errlen)
         return NULL;
     }
     const capns_sender_config *cfg = &s->cfg;
+    if (proxy_configured(cfg)) {
+        if (!(t->proxy = proxy_spec_new(cfg, err, errlen))) {
+            curl_multi_cleanup(t->multi);
+            free(t->ca_blob);
+            free(t);
+            return NULL;
+        }
+        snprintf(t->proxy_url, sizeof t->proxy_url, "http://%s", t->proxy->label);
+    }
     bool v6 = strchr(cfg->host, ':') != NULL;
     snprintf(t->url_prefix, sizeof t->url_prefix, "https://%s%s%s:%u/3/device/", v6 ? "[" : "",
              cfg->host, v6 ? "]" : "", (unsigned)cfg->port);
@@ -692,7 +774,20 @@ static void curl_run(void *impl)
         curl_multi_perform(t->multi, &running);
         reap(t);
         capns__flush(s);
-        curl_multi_poll(t->multi, NULL, 0, poll_ms(t), NULL);
+        /* Not warm, one request at a time: when it failed (no connection: a refusing
+         * proxy, a dead endpoint) the next one goes now, not after a whole idle poll,
+         * or a queue of them would run into their deadlines one poll apart. */
+        if (!t->warm && t->busy == 0 && capns__oldest_queued_ns(s) != INT64_MAX)
+            continue;
+        /* A transfer libcurl parked for a free stream (the server allows one until
+         * the first success with token auth, and still one when every answer is an
+         * error) is retried only by a later perform, with no timer set for it: a
+         * plain wait left one request per POLL_MS. While transfers are under way the
+         * wait is short; a busy connection ends it sooner with socket activity. */
+        int wait = poll_ms(t);
+        if (t->busy > 0 && wait > PARKED_RETRY_MS)
+            wait = PARKED_RETRY_MS;
+        curl_multi_poll(t->multi, NULL, 0, wait, NULL);
     }
     cancel_all(t);
     capns__flush(s);
@@ -722,6 +817,7 @@ static void curl_destroy(void *impl)
         hdrset_free(h);
     }
     free(t->ca_blob);
+    proxy_spec_free(t->proxy);
     free(t);
 }
 

@@ -216,7 +216,10 @@ static h2_conn *conn_open(h2_transport *t)
     if (!c->wbuf) {
         snprintf(c->error, sizeof c->error, "out of memory");
         conn_dead(c, false);
-    } else if (h2_tcp_start(c, cfg->host, cfg->port) != 0) {
+    } else if (t->proxy && !(c->tunnel = proxy_tunnel_new(t->proxy))) {
+        snprintf(c->error, sizeof c->error, "out of memory");
+        conn_dead(c, false);
+    } else if (h2_tcp_start(c, t->proxy ? t->proxy->host : cfg->host, t->proxy ? t->proxy->port : cfg->port) != 0) {
         conn_dead(c, false);
     } else {
         conn_connecting(c);
@@ -240,6 +243,7 @@ static void conn_close(h2_transport *t, h2_conn *c, capns_outcome outcome)
         h2_stream_free(t, st);
     }
     SSL_free(c->ssl);
+    proxy_tunnel_free(c->tunnel);
     if (c->fd >= 0)
         close(c->fd);
     if (c->addrs)
@@ -249,7 +253,8 @@ static void conn_close(h2_transport *t, h2_conn *c, capns_outcome outcome)
     free(c);
 }
 
-/* Socket events: connect, then handshake, then reads. */
+/* Socket events: connect, then (with a proxy) CONNECT through it, then handshake,
+ * then reads. */
 static void conn_event(h2_transport *t, h2_conn *c)
 {
     if (c->state == H2_CONNECTING) {
@@ -261,6 +266,18 @@ static void conn_event(h2_transport *t, h2_conn *c)
                 conn_dead(c, false);
             return;
         }
+        c->state = H2_TUNNELING;        /* passed straight through without a proxy */
+    }
+    if (c->state == H2_TUNNELING) {
+        int rv = c->tunnel ? proxy_tunnel_step(c->tunnel, c->fd, c->error, sizeof c->error) : 1;
+        if (rv == 0)
+            return;
+        if (rv < 0) {
+            conn_dead(c, false);
+            return;
+        }
+        proxy_tunnel_free(c->tunnel);   /* the socket is the tunnel now: TLS with the host */
+        c->tunnel = NULL;
         if (h2_tls_start(c, t->s->cfg.host) != 0) {
             conn_dead(c, false);
             return;
@@ -298,6 +315,9 @@ static void reap(h2_transport *t)
         char why[200];
         snprintf(why, sizeof why, "%s%s", c->opened ? "connection closed before any answer: " : "",
                  c->error);
+        /* Died on the way to the proxy (resolve, refused, timed out): say which hop. */
+        if (c->tunnel && strncmp(c->error, "proxy ", 6) != 0)
+            snprintf(why, sizeof why, "proxy %s: %s", t->proxy->label, c->error);
         conn_close(t, c, CAPNS_NOT_PROCESSED);
         if (failed_setup) {
             t->next_open_ns = t->now_ns + REOPEN_DELAY_NS;
@@ -449,7 +469,11 @@ static void expire_connections(h2_transport *t)
             else
                 conn_dead(c, false);
         } else if (c->state < H2_READY && c->connect_deadline_ns && t->now_ns >= c->connect_deadline_ns) {
-            snprintf(c->error, sizeof c->error, "connect timed out after %d ms", cfg->connect_timeout_ms);
+            if (c->state == H2_TUNNELING)
+                snprintf(c->error, sizeof c->error, "proxy %s did not answer CONNECT within %d ms",
+                         t->proxy->label, cfg->connect_timeout_ms);
+            else
+                snprintf(c->error, sizeof c->error, "connect timed out after %d ms", cfg->connect_timeout_ms);
             conn_dead(c, false);
         } else if (c->state == H2_READY && cfg->ping_interval_ms > 0) {
             /* The ACK comes back in order behind whatever the server sent before it,
@@ -589,6 +613,7 @@ static void h2_destroy(void *impl)
     if (t->wakefd >= 0)
         close(t->wakefd);
     SSL_CTX_free(t->ssl_ctx);
+    proxy_spec_free(t->proxy);
     nghttp2_session_callbacks_del(t->callbacks);
     nghttp2_option_del(t->option);
     free(t->slots);
@@ -632,8 +657,12 @@ static void *h2_create(capns_sender *s, char *err, size_t errlen)
         h2_destroy(t);
         return NULL;
     }
-    t->ssl_ctx = h2_tls_ctx_new(s->cfg.ca_file, err, errlen);
+    t->ssl_ctx = h2_tls_ctx_new(s->cfg.ca_file, s->cfg.identity, err, errlen);
     if (!t->ssl_ctx) {
+        h2_destroy(t);
+        return NULL;
+    }
+    if (proxy_configured(&s->cfg) && !(t->proxy = proxy_spec_new(&s->cfg, err, errlen))) {
         h2_destroy(t);
         return NULL;
     }

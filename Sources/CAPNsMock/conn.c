@@ -39,6 +39,7 @@ static void set_events(mock_conn *c, bool want_out)
 static void conn_free(mock_conn *c)
 {
     free(c->jwt);
+    mock__client_cert_free(&c->cert);
     free(c->out);
     free(c);
 }
@@ -148,6 +149,7 @@ static bool start_session(mock_conn *c)
         {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
     };
     c->advertised = m->cfg.initial_streams;
+    mock__client_cert_read(c);
     nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 3);
     c->settings_out = 1;
     /* A thousand streams of payload in flight outgrow the 64 KiB default. */

@@ -51,6 +51,7 @@ static mock_stream *stream_new(mock_conn *c, int32_t id)
 
 void mock__stream_free(mock_loop *loop, mock_stream *s)
 {
+    mock__channels_stream_free(s);
     free(s->rec_headers);
     s->rec_headers = NULL;
     s->next = loop->free_streams;
@@ -79,8 +80,8 @@ static bool is_device_token(const char *t, size_t len)
     return true;
 }
 
-/* 8-4-4-4-12 lower-case hex, as APNs wants apns-id. */
-static bool is_uuid(const char *u, size_t len)
+/* 8-4-4-4-12 lower-case hex, as APNs wants apns-id (and a broadcast's apns-request-id). */
+bool mock__is_uuid(const char *u, size_t len)
 {
     if (len != 36)
         return false;
@@ -216,7 +217,7 @@ static mock_answer check_headers(capns_mock *m, mock_stream *s)
     int topic = check_topic(m, s->topic.v, s->topic.len, suffix);
     if (topic != R_NONE)
         return (mock_answer){400, topic, -1};
-    if ((s->seen & H_ID) && !is_uuid(s->apns_id.v, s->apns_id.len))
+    if ((s->seen & H_ID) && !mock__is_uuid(s->apns_id.v, s->apns_id.len))
         return (mock_answer){400, R_BAD_MESSAGE_ID, -1};
     if (s->seen & H_PRIORITY) {
         bool p10 = FIELD_IS(s->priority, "10");
@@ -268,6 +269,15 @@ static mock_answer decide(mock_conn *c, mock_stream *s)
 {
     capns_mock *m = c->loop->mock;
     mock_answer a;
+    /* Broadcast channels (channels.c): their own routes, after the same
+     * duplicate-header and provider token checks as a device push. */
+    if (mock__channels_claims(m, s)) {
+        if (s->dup)
+            return (mock_answer){400, R_DUPLICATE_HEADERS, -1};
+        if ((a = check_auth(c, s)).status)
+            return a;
+        return mock__channels_decide(c, s);
+    }
     if (!s->post)
         return (mock_answer){405, R_METHOD_NOT_ALLOWED, -1};
     if (s->path.len < DEVICE_PREFIX_LEN || memcmp(s->path.v, DEVICE_PREFIX, DEVICE_PREFIX_LEN) != 0)
@@ -285,7 +295,10 @@ static mock_answer decide(mock_conn *c, mock_stream *s)
 
     if (s->dup)
         return (mock_answer){400, R_DUPLICATE_HEADERS, -1};
-    if ((a = check_auth(c, s)).status || (a = check_headers(m, s)).status || (a = check_payload(s)).status)
+    /* Certificate auth when the request carries no provider token (client_cert.c). */
+    bool by_certificate = !(s->seen & H_AUTH) && c->cert.present;
+    if ((a = by_certificate ? mock__client_cert_judge(c, s) : check_auth(c, s)).status ||
+        (a = check_headers(m, s)).status || (a = check_payload(s)).status)
         return a;
     if (scripted.status)
         return scripted;
@@ -319,6 +332,11 @@ static void fresh_uuid(mock_conn *c, char out[40])
     *p = '\0';
 }
 
+void mock__uuid(mock_conn *c, char out[40])
+{
+    fresh_uuid(c, out);
+}
+
 static ssize_t read_body(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t len,
                                uint32_t *flags, nghttp2_data_source *src, void *ud)
 {
@@ -337,11 +355,15 @@ static ssize_t read_body(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t l
 
 static void answer(mock_conn *c, mock_stream *s)
 {
+    if (s->ch.route != ROUTE_DEVICE) {
+        mock__channels_answer(c, s);
+        return;
+    }
     capns_mock *m = c->loop->mock;
     mock_answer a = s->answer;
     int status = a.status ? a.status : 200;
     s->answered = true;
-    if (is_uuid(s->apns_id.v, s->apns_id.len))
+    if (mock__is_uuid(s->apns_id.v, s->apns_id.len))
         memcpy(s->answer_id, s->apns_id.v, 36);
     else
         fresh_uuid(c, s->answer_id);
@@ -550,6 +572,12 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *f, const uint8_t 
     } else if (NAME_IS("apns-collapse-id")) {
         bit = H_COLLAPSE;
         s->collapse_len = vlen;
+    } else if (NAME_IS("apns-channel-id")) {
+        bit = H_CHANNEL_ID;
+        CAPTURE(s->ch.channel_id, value, vlen);
+    } else if (NAME_IS("apns-request-id")) {
+        bit = H_REQUEST_ID;
+        CAPTURE(s->ch.request_id, value, vlen);
     }
 #undef NAME_IS
     s->dup |= s->seen & bit;

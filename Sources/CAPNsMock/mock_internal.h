@@ -9,6 +9,8 @@
  *   json.c     a small JSON syntax check and flat-object field reader
  *   tables.c   per-token tables (attempts, scripts, unregistered), recording
  *   stats.c    counters, reason names, the JSON dump
+ *   channels.c broadcast channels (iOS 18): the channel store, management
+ *              and broadcast routes, their answers
  *
  * Threading: each loop thread owns its connections, streams and timers
  * outright; only the token table, the JWT cache and the record store are
@@ -39,6 +41,9 @@ enum {
     R_UNRELATED_KEY_ID_IN_TOKEN, R_BAD_PATH, R_METHOD_NOT_ALLOWED, R_UNREGISTERED,
     R_EXPIRED_TOKEN, R_PAYLOAD_TOO_LARGE, R_TOO_MANY_PROVIDER_TOKEN_UPDATES,
     R_TOO_MANY_REQUESTS, R_INTERNAL_SERVER_ERROR, R_SERVICE_UNAVAILABLE, R_SHUTDOWN,
+    /* broadcast channels (channels.c) */
+    R_MISSING_CHANNEL_ID, R_BAD_CHANNEL_ID, R_CHANNEL_NOT_REGISTERED,
+    R_CANNOT_CREATE_CHANNEL_CONFIG, R_FEATURE_NOT_ENABLED,
     R_COUNT
 };
 
@@ -137,11 +142,48 @@ enum {
     H_AUTH = 1 << 0, H_TOPIC = 1 << 1, H_PUSH_TYPE = 1 << 2, H_ID = 1 << 3,
     H_PRIORITY = 1 << 4, H_EXPIRATION = 1 << 5, H_COLLAPSE = 1 << 6,
     H_METHOD = 1 << 7, H_PATH = 1 << 8,
+    H_CHANNEL_ID = 1 << 9, H_REQUEST_ID = 1 << 10,     /* broadcast channels */
 };
 
 /* A captured value: len counts the real length even past the buffer, so
  * "too long" stays visible. */
 #define MOCK_FIELD(n) struct { char v[n]; size_t len; }
+
+/* ------------------------------------------------- broadcast channels */
+
+#define MOCK_CHANNEL_LIMIT 10000        /* Apple's: per app and environment */
+#define MOCK_CHANNEL_ID_MAX 64          /* longer ids are BadChannelId */
+
+/* Which API a stream's path belongs to; DEVICE is the judge's own. */
+enum { ROUTE_DEVICE = 0, ROUTE_CHANNELS, ROUTE_ALL_CHANNELS, ROUTE_BROADCAST };
+
+/* A stream's broadcast-channel state. It sits before `path` in mock_stream so
+ * stream_new's memset clears it: every field is zero until written. */
+typedef struct {
+    int route;                  /* ROUTE_* */
+    int bundle;                 /* index into the mock's topics, -1 unknown */
+    MOCK_FIELD(MOCK_CHANNEL_ID_MAX) channel_id;
+    MOCK_FIELD(MOCK_SMALL_MAX) request_id;
+    char channel_out[MOCK_CHANNEL_ID_MAX];  /* apns-channel-id of a 201, "" none */
+    char request_out[40];       /* apns-request-id answered */
+    char *body;                 /* heap answer body (a list can be long), or NULL */
+    size_t body_len, body_off;
+} mock_channel_req;
+
+typedef struct {
+    char id[MOCK_CHANNEL_ID_MAX];
+    int bundle;                 /* index into the mock's topics */
+    int policy;                 /* message-storage-policy: 0 none, 1 most recent */
+} mock_channel;
+
+/* Every bundle's channels in one array: creates and deletes are rare, a
+ * broadcast's lookup is a scan of at most limit * bundles short ids. */
+typedef struct {
+    pthread_mutex_t lock;
+    mock_channel *items;
+    size_t count, cap;
+    uint64_t created, deleted, refused;
+} mock_channels;
 
 typedef struct mock_stream {
     struct mock_stream *prev, *next;    /* the connection's live list, or the free list */
@@ -150,6 +192,7 @@ typedef struct mock_stream {
     unsigned seen, dup;         /* H_* bits */
     bool post;
     bool answered;
+    mock_channel_req ch;        /* broadcast channels; cleared with the small fields */
     MOCK_FIELD(MOCK_PATH_MAX) path;
     MOCK_FIELD(MOCK_AUTH_MAX) auth;
     MOCK_FIELD(MOCK_TOPIC_MAX) topic;
@@ -172,6 +215,22 @@ typedef struct mock_stream {
     char resp_body[128];
     size_t resp_len, resp_off;
 } mock_stream;
+
+/* ------------------------------------------ certificate auth (client_cert.c) */
+
+#define MOCK_ENV_SANDBOX 1          /* 1.2.840.113635.100.6.3.1: development */
+#define MOCK_ENV_PRODUCTION 2       /* 1.2.840.113635.100.6.3.2: production */
+
+/* What a connection's client certificate allows, read once after the handshake. */
+typedef struct {
+    bool present;               /* the client presented one */
+    bool trusted;               /* it verified against client_ca_file (chain and dates) */
+    int environments;           /* MOCK_ENV_* bits */
+    bool multi_topic;           /* Apple's topic extension is present */
+    char uid[MOCK_TOPIC_MAX];   /* subject UID (the bundle id), "" when none */
+    char *topics;               /* covered topics, "t1\0t2\0..." */
+    size_t topics_len;
+} mock_client_cert;
 
 /* ------------------------------------------------------- connections */
 
@@ -212,6 +271,7 @@ typedef struct mock_conn {
     int64_t jwt_iat;
     int64_t jwt_since_ns;       /* when the current token was first used */
     uint64_t peak_streams;
+    mock_client_cert cert;      /* certificate auth */
     /* Idle handling. */
     int64_t last_read_ns;
     int64_t last_answer_ns;
@@ -290,6 +350,7 @@ struct capns_mock {
     mock_token_table tokens;
     mock_records records;
     mock_jwt_cache jwts;
+    mock_channels channels;     /* broadcast channels, channels.c */
     bool first_token_marked;    /* under jwts.lock */
     atomic_uint_fast64_t first_token_uses;
     mock_counters counters;
@@ -316,10 +377,31 @@ void mock__conn_flush(mock_conn *c);       /* nghttp2 -> TLS, then close if done
 void mock__conn_apply_limit(mock_conn *c); /* send SETTINGS if the limit changed */
 void mock__conn_idle_check(mock_conn *c);
 
+/* client_cert.c: certificate auth */
+int mock__client_ca_setup(SSL_CTX *ctx, const char *ca_file, char *err, size_t errlen);
+void mock__client_cert_read(mock_conn *c);             /* after the handshake */
+void mock__client_cert_free(mock_client_cert *cc);
+/* A request without authorization on a connection with a client certificate:
+ * status 0 when it passes (a missing apns-topic becomes the certificate's UID). */
+mock_answer mock__client_cert_judge(mock_conn *c, mock_stream *s);
+
 /* judge.c: nghttp2 server callbacks and answering */
 void mock__judge_callbacks(nghttp2_session_callbacks *cbs);
 void mock__judge_answer_due(mock_conn *c, int32_t stream_id);
 void mock__stream_free(mock_loop *loop, mock_stream *s);
+void mock__uuid(mock_conn *c, char out[40]);   /* a fresh lower-case v4 UUID */
+
+/* channels.c: broadcast channels. judge.c calls claims() first for every
+ * request; a claimed stream is judged by decide() (after the judge's duplicate
+ * header and provider token checks) and answered by answer(). All parsing is
+ * bounded by the stream's fixed capture buffers. */
+bool mock__channels_claims(capns_mock *m, mock_stream *s);
+mock_answer mock__channels_decide(mock_conn *c, mock_stream *s);
+void mock__channels_answer(mock_conn *c, mock_stream *s);
+void mock__channels_stream_free(mock_stream *s);
+void mock__channels_init(mock_channels *t);
+void mock__channels_free(mock_channels *t);
+void mock__channels_stats(capns_mock *m, capns_mock_stats *out);
 
 /* One loop iteration's tail, shared by server.c's loop and fuzz/fuzz_mock_conn.c,
  * which drives connections by hand: fire the due timers (then one flush per
@@ -327,5 +409,8 @@ void mock__stream_free(mock_loop *loop, mock_stream *s);
  * inside it: it may free a connection whose event is still in the batch). */
 void mock__loop_fire_timers(mock_loop *loop);
 void mock__loop_apply_limits(mock_loop *loop);
+
+/* 8-4-4-4-12 lower-case hex (judge.c). */
+bool mock__is_uuid(const char *u, size_t len);
 
 #endif /* CAPNS_MOCK_INTERNAL_H */

@@ -21,6 +21,8 @@ static const char *const reason_names[R_COUNT] = {
     "UnrelatedKeyIdInToken", "BadPath", "MethodNotAllowed", "Unregistered",
     "ExpiredToken", "PayloadTooLarge", "TooManyProviderTokenUpdates",
     "TooManyRequests", "InternalServerError", "ServiceUnavailable", "Shutdown",
+    "MissingChannelId", "BadChannelId", "ChannelNotRegistered",
+    "CannotCreateChannelConfig", "FeatureNotEnabled",
 };
 
 _Static_assert(R_COUNT <= CAPNS_MOCK_REASONS, "reason table outgrew the public array");
@@ -64,6 +66,7 @@ void capns_mock_get_stats(capns_mock *m, capns_mock_stats *out)
         out->status[i] = LOAD(status[i]);
     for (int i = 0; i < R_COUNT; i++)
         out->reasons[i] = LOAD(reasons[i]);
+    mock__channels_stats(m, out);
 }
 
 /* Appends to a fixed buffer, remembering how much would have been written. */

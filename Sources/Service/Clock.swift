@@ -1,13 +1,31 @@
 import Foundation
+import Synchronization
 
 /// Wall-clock time as the store keeps it (milliseconds since 1970, UTC), and the
 /// API's one time format: ISO-8601 UTC with milliseconds ("2026-11-22T21:28:00.123Z"),
 /// what a Node/Postgres backend like the seed's returns for a timestamp column.
+///
+/// Every "now" of the service (fan-out, quiet hours, windows, claims, leases, the
+/// log) comes from here, so tests can move time: `useTestClock(file:)` makes "now"
+/// the Unix milliseconds written in that file, read at each call (see
+/// `ServerConfig.testClockFile`, which only a test environment may set).
 enum Clock {
+    private static let testFile = Mutex<TestClockFile?>(nil)
+
     static var nowMillis: Int64 {
+        if let file = testFile.withLock({ $0 }) { return file.now() }
+        return realMillis
+    }
+
+    static var realMillis: Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
+    /// Set once at start, before anything asks the time.
+    static func useTestClock(file path: String) {
+        testFile.withLock { $0 = TestClockFile(path: path) }
     }
 
     static var nowSeconds: Int64 { nowMillis / 1000 }
@@ -37,5 +55,24 @@ enum Clock {
 
     static func json(_ millis: Int64?) -> JSON {
         millis.map { .string(iso8601(millis: $0)) } ?? .null
+    }
+}
+
+/// "Now" as a test writes it: decimal Unix milliseconds in a file (replaced whole,
+/// by rename, so a read never sees half a number). Unreadable or not a number: the
+/// last good value stands (or the real time, before there was one).
+final class TestClockFile: Sendable {
+    let path: String
+    private let last = Mutex<Int64?>(nil)
+
+    init(path: String) { self.path = path }
+
+    func now() -> Int64 {
+        if let text = try? String(contentsOfFile: path, encoding: .utf8),
+           let millis = Int64(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            last.withLock { $0 = millis }
+            return millis
+        }
+        return last.withLock { $0 } ?? Clock.realMillis
     }
 }

@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import Store
 import Yams
 
 /// apns-server's configuration: a YAML file (JSON is YAML too), some values of
@@ -22,6 +23,11 @@ public struct ServerConfig: Sendable {
     /// A connection that sends nothing for this long is closed (slow clients).
     public var idleTimeoutSeconds: Int
     public var logLevel: String
+    /// Tests only: "now" is the Unix milliseconds in this file (see `Clock`). Refused
+    /// unless the environment also has `APNS_SERVER_TEST_CLOCK=1`, so that a
+    /// production config cannot set it by mistake.
+    public var testClockFile: String?
+    public static let testClockVariable = "APNS_SERVER_TEST_CLOCK"
 
     public struct WorkerConfig: Sendable {
         /// Deliveries one claim takes.
@@ -76,6 +82,23 @@ public struct AppConfig: Sendable {
     public var preferenceKeys: [String]
     /// Loaded once at start, so an unreadable key fails the start, not the first send.
     public var credentials: Credentials
+    /// What a notification in a user's quiet hours does (silent unless configured).
+    public var quietHours: QuietHoursMode = .silent
+    /// The config names `quiet_hours`: GET lists the quiet-hours keys for every user
+    /// (elsewhere only once a user saved one, so the seed's answers stay its own).
+    public var quietHoursDeclared = false
+    /// Per notification type: critical (ignores quiet hours) and batching.
+    public var types: [String: TypeRule] = [:]
+    /// Where broadcast channels are managed (issue #12), per environment; nil: Apple's
+    /// (`api-manage-broadcast[.sandbox].push.apple.com`).
+    public var broadcastManagementEndpoint: Endpoint?
+    public var broadcastSandboxManagementEndpoint: Endpoint?
+
+    public struct TypeRule: Sendable {
+        /// Like a notification sent with `"priority":"critical"`: quiet hours do not hold it.
+        public var critical = false
+        public var coalesce: CoalesceRule?
+    }
 
     public static let masterKey = "notificationsEnabled"
 
@@ -84,10 +107,10 @@ public struct AppConfig: Sendable {
     }
 
     /// Whether a user's saved values (absent keys are true) let `type` through.
-    public func allows(_ type: String, preferences: [String: Bool]) -> Bool {
-        guard preferences[AppConfig.masterKey] ?? true else { return false }
+    public func allows(_ type: String, preferences: [String: PreferenceValue]) -> Bool {
+        guard preferences[AppConfig.masterKey]?.bool ?? true else { return false }
         guard let key = preferenceKey(for: type) else { return true }
-        return preferences[key] ?? true
+        return preferences[key]?.bool ?? true
     }
 
     /// A client serves every app with the same key and endpoints.
@@ -194,11 +217,22 @@ extension ServerConfig {
             }
             apps.append(app)
         }
+        var testClockFile: String?
+        if let clock = try reader.string("test_clock_file", required: false) {
+            guard environment[testClockVariable] == "1" else {
+                throw ConfigError("config: test_clock_file is for tests only: it is refused unless \(testClockVariable)=1 is in the environment")
+            }
+            let path = resolve(clock, against: base)
+            guard FileManager.default.isReadableFile(atPath: path) else {
+                throw ConfigError("config: test_clock_file: cannot read \(path)")
+            }
+            testClockFile = path
+        }
         try reader.rejectUnknown()
 
         return ServerConfig(listenHost: host, listenPort: port, databasePath: databasePath, apiKeys: apiKeys,
                             userJWTSecret: secret, apps: apps, worker: worker, maxBodyBytes: maxBody,
-                            idleTimeoutSeconds: idle, logLevel: logLevel)
+                            idleTimeoutSeconds: idle, logLevel: logLevel, testClockFile: testClockFile)
     }
 
     private static func parseApp(_ r: Reader) throws(ConfigError) -> AppConfig {
@@ -273,10 +307,71 @@ extension ServerConfig {
                 }
             }
         }
+        var quietHours = QuietHoursMode.silent
+        let quietHoursValue = try r.string("quiet_hours", required: false)
+        if let quietHoursValue {
+            guard let mode = QuietHoursMode(rawValue: quietHoursValue) else {
+                throw ConfigError("config: \(r.context)quiet_hours must be silent or defer, not '\(quietHoursValue)'")
+            }
+            quietHours = mode
+        }
+        let types = try parseTypes(&r)
+        let management = try r.string("broadcast_management_endpoint", required: false).map { (s) throws(ConfigError) in
+            try parseEndpoint(s, field: "\(r.context)broadcast_management_endpoint")
+        }
+        let sandboxManagement = try r.string("broadcast_sandbox_management_endpoint", required: false)
+            .map { (s) throws(ConfigError) in
+                try parseEndpoint(s, field: "\(r.context)broadcast_sandbox_management_endpoint")
+            }
         try r.rejectUnknown()
-        return AppConfig(appType: appType, topic: topic, keyPath: keyPath, keyID: keyID, teamID: teamID,
-                         sandboxEndpoint: sandbox, productionEndpoint: production, caFile: caFile,
-                         preferenceByType: byType, preferenceKeys: keys, credentials: credentials)
+        var app = AppConfig(appType: appType, topic: topic, keyPath: keyPath, keyID: keyID, teamID: teamID,
+                            sandboxEndpoint: sandbox, productionEndpoint: production, caFile: caFile,
+                            preferenceByType: byType, preferenceKeys: keys, credentials: credentials)
+        app.quietHours = quietHours
+        app.quietHoursDeclared = quietHoursValue != nil
+        app.types = types
+        app.broadcastManagementEndpoint = management
+        app.broadcastSandboxManagementEndpoint = sandboxManagement
+        for key in QuietHours.keys where keys.contains(key) {
+            throw ConfigError("config: \(r.context)preferences: \(key) is a quiet-hours key, not a type's toggle")
+        }
+        return app
+    }
+
+    /// `types: {TYPE: {critical: true, coalesce: {window_seconds: N, summary: "…"}}}`
+    private static func parseTypes(_ r: inout Reader) throws(ConfigError) -> [String: AppConfig.TypeRule] {
+        guard var typesReader = try r.mapping("types") else { return [:] }
+        var rules: [String: AppConfig.TypeRule] = [:]
+        for (k, v) in typesReader.mapping {
+            guard let type = k.scalar?.string, !type.isEmpty, type.utf8.count <= 64 else {
+                throw ConfigError("config: \(typesReader.context): a notification type must be a string of 1 to 64 characters")
+            }
+            _ = typesReader.take(type)
+            guard let m = v.mapping else {
+                throw ConfigError("config: \(typesReader.context)\(type) must be a mapping (critical, coalesce)")
+            }
+            var t = Reader(mapping: m, context: "\(typesReader.context)\(type).", base: r.base)
+            var rule = AppConfig.TypeRule()
+            rule.critical = try t.bool("critical", default: false)
+            if var c = try t.mapping("coalesce") {
+                guard c.mapping["window_seconds"] != nil else {
+                    throw ConfigError("config: \(c.context)window_seconds is required (the batching window, 1 to 86400 seconds)")
+                }
+                let window = try c.int("window_seconds", default: 0, range: 1...86_400)
+                var summary: SummaryTemplate?
+                if let text = try c.string("summary", required: false) {
+                    switch SummaryTemplate.parse(text) {
+                    case .success(let template): summary = template
+                    case .failure(let invalid): throw ConfigError("config: \(c.context)summary: \(invalid.why)")
+                    }
+                }
+                try c.rejectUnknown()
+                rule.coalesce = CoalesceRule(windowSeconds: window, summary: summary)
+            }
+            try t.rejectUnknown()
+            rules[type] = rule
+        }
+        return rules
     }
 
     static func parseListen(_ s: String) throws(ConfigError) -> (String, Int) {
@@ -397,6 +492,14 @@ private struct Reader {
             throw ConfigError("config: \(context)\(key) must be an integer in \(range.lowerBound)...\(range.upperBound)")
         }
         return n
+    }
+
+    mutating func bool(_ key: String, default value: Bool) throws(ConfigError) -> Bool {
+        guard let node = take(key), node.null == nil else { return value }
+        guard let scalar = node.scalar, scalar.style == .plain, let b = node.bool else {
+            throw ConfigError("config: \(context)\(key) must be true or false")
+        }
+        return b
     }
 
     mutating func mapping(_ key: String) throws(ConfigError) -> Reader? {

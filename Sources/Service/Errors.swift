@@ -44,3 +44,10 @@ struct ErrorMiddleware: RouterMiddleware {
         }
     }
 }
+
+/// Why a value (a preference, a template) was refused: the sentence the 400 or the
+/// start-up error line says.
+struct Invalid: Error {
+    let why: String
+    init(_ why: String) { self.why = why }
+}

@@ -8,6 +8,7 @@ final class ServiceMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     let latency: DurationHistogram
     let outboxDepth: Prometheus.Gauge
+    let outboxWaiting: Prometheus.Gauge
     let known: [String: Set<String>]
 
     init(registry: PrometheusCollectorRegistry, config: ServerConfig) {
@@ -19,7 +20,12 @@ final class ServiceMetrics: Sendable {
                       .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)])
         outboxDepth = registry.makeGauge(descriptor: .init(namespace: "apns_server", metricName: "outbox_depth", unitName: "",
                                                            helpText: "Deliveries pending in the outbox"))
-        known = Dictionary(uniqueKeysWithValues: config.apps.map { ($0.appType, Set($0.preferenceByType.map(\.type))) })
+        outboxWaiting = registry.makeGauge(descriptor: .init(
+            namespace: "apns_server", metricName: "outbox_waiting", unitName: "",
+            helpText: "Deliveries in the outbox not due yet (quiet hours, batching windows, retry backoff)"))
+        known = Dictionary(uniqueKeysWithValues: config.apps.map {
+            ($0.appType, Set($0.preferenceByType.map(\.type)).union($0.types.keys))
+        })
     }
 
     /// A final outcome. A type the app's config does not list is counted as "other":

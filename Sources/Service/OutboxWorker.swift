@@ -147,7 +147,8 @@ final class OutboxWorker: Service, Sendable {
                         continue
                     }
                     do {
-                        let notification = try notifications.notification(for: claimed.delivery, topic: app.topic)
+                        let notification = try notifications.notification(
+                            for: Self.summarized(claimed, type: type, app: app), topic: app.topic)
                         let environment: Environment = claimed.delivery.environment == "sandbox" ? .sandbox : .production
                         let message = Message(token: claimed.delivery.token, notification: notification,
                                               environment: environment, apnsID: claimed.delivery.apnsID, context: claimed)
@@ -186,6 +187,19 @@ final class OutboxWorker: Service, Sendable {
         await writer.value
     }
 
+    /// A coalescing window's send that carries two or more: its alert body becomes the
+    /// type's summary (rendered now, from the latest payload and the count the claim
+    /// read). Anything else, or a summary that would not fit, goes as it is.
+    static func summarized(_ claimed: ClaimedDelivery, type: String, app: AppConfig) -> NewDelivery {
+        guard claimed.batched > 1, let template = app.types[type]?.coalesce?.summary,
+              let payload = Coalescing.summarize(claimed.delivery.payload, count: claimed.batched, template: template),
+              payload.count <= PushType.alert.payloadLimit
+        else { return claimed.delivery }
+        var delivery = claimed.delivery
+        delivery.payload = payload
+        return delivery
+    }
+
     /// What to do with one final answer from the engine.
     enum Decision: Sendable, Equatable {
         case final(DeliveryOutcome)
@@ -205,6 +219,8 @@ final class OutboxWorker: Service, Sendable {
         }
         switch result.status {
         case 200:
+            // A Live Activity's end retires its update token: nothing more can reach the activity.
+            if LiveActivitySend.endsActivity(claimed.delivery) { return final(true, .deactivateNow(reason: "ActivityEnded")) }
             return final(true, claimed.crossEnvironmentTried ? .moveEnvironment(claimed.delivery.environment) : nil)
         case 0 where result.attempts == 0 && result.reason == .badDeviceToken:
             return final(false)  // malformed locally, never sent (registration checks it: not expected)

@@ -54,6 +54,10 @@ public enum APNsServer {
             return handler
         }
         let logger = Logger(label: "apns-server")
+        if let file = config.testClockFile {
+            Clock.useTestClock(file: file)
+            logger.warning("test clock: the time is read from \(file) (\(ServerConfig.testClockVariable)=1; never in production)")
+        }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
 
@@ -75,14 +79,24 @@ public enum APNsServer {
         let wakeup = WorkerWakeup()
         let worker = OutboxWorker(config: config, store: store, clients: clients, metrics: metrics, wakeup: wakeup,
                                   logger: logger)
-        let router = makeRouter(config: config, store: store, metrics: metrics, wakeup: wakeup)
+        let broadcasts: Broadcasts
+        do {
+            broadcasts = try Broadcasts(config: config, clients: clients)
+        } catch {
+            return fail(error.description)
+        }
+        let broadcastWakeup = WorkerWakeup()
+        let broadcastWorker = BroadcastWorker(config: config, store: store, broadcasts: broadcasts,
+                                              wakeup: broadcastWakeup, logger: logger)
+        let router = makeRouter(config: config, store: store, metrics: metrics, wakeup: wakeup,
+                                broadcasts: broadcasts, broadcastWakeup: broadcastWakeup)
         let app = Application(
             router: router,
             server: .http1(configuration: .init(idleTimeout: .seconds(Int64(config.idleTimeoutSeconds)))),
             configuration: .init(address: .hostname(config.listenHost, port: config.listenPort),
                                  availableConnectionsDelegate: MaximumAvailableConnections(4096)),
             // Shut down in reverse: HTTP server, worker, clients.
-            services: [clients, worker],
+            services: [clients, broadcastWorker, worker],
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? config.listenPort
                 logger.notice("apns-server listening on \(config.listenHost):\(port)")
@@ -99,7 +113,8 @@ public enum APNsServer {
     }
 
     static func makeRouter(config: ServerConfig, store: any DeliveryStore, metrics: ServiceMetrics,
-                           wakeup: WorkerWakeup) -> Router<ServiceContext> {
+                           wakeup: WorkerWakeup, broadcasts: Broadcasts,
+                           broadcastWakeup: WorkerWakeup) -> Router<ServiceContext> {
         let router = Router(context: ServiceContext.self)
         router.add(middleware: ErrorMiddleware())
         let auth = Auth(apiKeys: config.apiKeys, jwtSecret: config.userJWTSecret)
@@ -108,6 +123,9 @@ public enum APNsServer {
         UserRoutes(config: config, store: store, body: body, auth: auth).register(on: router)
         BackendRoutes(config: config, store: store, body: body, auth: auth,
                       fanOut: FanOut(config: config, store: store, metrics: metrics), worker: wakeup).register(on: router)
+        LiveActivityRoutes(config: config, store: store, body: body, auth: auth, worker: wakeup).register(on: router)
+        ChannelRoutes(config: config, store: store, body: body, auth: auth, broadcasts: broadcasts,
+                      worker: broadcastWakeup).register(on: router)
         return router
     }
 

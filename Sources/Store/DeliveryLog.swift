@@ -3,21 +3,41 @@ import GRDB
 // Reading the delivery log: what happened to a notification, or to one apns-id.
 
 extension SQLiteStore {
-    public func notification(id: String) async throws(StoreError) -> NotificationView? {
+    public func notification(id: String, limit: Int, after: Int64?) async throws(StoreError) -> NotificationView? {
         try await read("read notification \(id)") { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT id, type, entity_id, created_at FROM notifications WHERE id = ?",
                                              arguments: [id])
             else { return nil }
-            let deliveries = try Row.fetchAll(db, sql: "SELECT \(DeliveryView.columns) FROM deliveries WHERE notification_id = ? ORDER BY id",
-                                              arguments: [id]).map(DeliveryView.init(row:))
+            var counts: [String: Int] = [:]
+            for r in try Row.fetchAll(db, sql: "SELECT state, count(*) AS n FROM deliveries WHERE notification_id = ? GROUP BY state",
+                                      arguments: [id]) {
+                counts[r["state"]] = r["n"]
+            }
+            // One more than asked tells whether there is a next page.
+            let take = limit == Int.max ? -1 : limit + 1
+            var ids: [Int64] = []
+            var deliveries: [DeliveryView] = []
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT d.id AS log_id, \(DeliveryView.columns) FROM \(DeliveryView.tables)
+                WHERE d.notification_id = ? AND d.id > ? ORDER BY d.id LIMIT ?
+                """, arguments: [id, after ?? 0, take])
+            while let r = try rows.next() {
+                ids.append(r["log_id"])
+                deliveries.append(DeliveryView(row: r))
+            }
+            var next: Int64?
+            if limit != Int.max, deliveries.count > limit {
+                deliveries.removeLast()
+                next = ids[limit - 1]
+            }
             return NotificationView(id: row["id"], type: row["type"], entityID: row["entity_id"],
-                                    createdAt: row["created_at"], deliveries: deliveries)
+                                    createdAt: row["created_at"], deliveries: deliveries, counts: counts, next: next)
         }
     }
 
     public func delivery(apnsID: String) async throws(StoreError) -> DeliveryView? {
         try await read("read delivery \(apnsID)") { db in
-            try Row.fetchOne(db, sql: "SELECT \(DeliveryView.columns) FROM deliveries WHERE apns_id = ?",
+            try Row.fetchOne(db, sql: "SELECT \(DeliveryView.columns) FROM \(DeliveryView.tables) WHERE d.apns_id = ?",
                              arguments: [apnsID]).map(DeliveryView.init(row:))
         }
     }
@@ -26,14 +46,17 @@ extension SQLiteStore {
 extension DeliveryView {
     /// Everything but the payload, which the log does not show.
     static let columns = """
-        notification_id, user_id, token, environment, state, apns_id, status, reason, apns_timestamp,
-        attempts, finished_at
+        d.notification_id, d.user_id, d.token, d.environment, d.state, d.apns_id, d.status, d.reason,
+        d.apns_timestamp, d.attempts, d.finished_at, d.not_before, d.batched, c.apns_id AS carried_by
         """
+    /// A member names its carrier by apns-id (the one the backend knows).
+    static let tables = "deliveries d LEFT JOIN deliveries c ON c.id = d.carried_by"
 
     init(row: Row) {
         self.init(notificationID: row["notification_id"], userID: row["user_id"], token: row["token"],
                   environment: row["environment"], state: row["state"], apnsID: row["apns_id"],
                   status: row["status"], reason: row["reason"], timestamp: row["apns_timestamp"],
-                  attempts: row["attempts"], finishedAt: row["finished_at"])
+                  attempts: row["attempts"], finishedAt: row["finished_at"], notBefore: row["not_before"],
+                  carriedBy: row["carried_by"], batched: row["batched"])
     }
 }

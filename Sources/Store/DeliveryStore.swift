@@ -25,10 +25,10 @@ public protocol DeliveryStore: Sendable {
     // MARK: Preferences
 
     /// The values this user saved for this app (keys never saved are absent).
-    func preferences(userID: String, appType: String) async throws(StoreError) -> [String: Bool]
+    func preferences(userID: String, appType: String) async throws(StoreError) -> [String: PreferenceValue]
 
     /// Sets some keys, creating the record if there is none.
-    func updatePreferences(userID: String, appType: String, _ changes: [String: Bool],
+    func updatePreferences(userID: String, appType: String, _ changes: [String: PreferenceValue],
                            now: Int64) async throws(StoreError)
 
     // MARK: Fan-out and the outbox
@@ -40,10 +40,12 @@ public protocol DeliveryStore: Sendable {
 
     /// Records a notification and its deliveries, each pending in the outbox, in one
     /// transaction: when this returns, they are committed (the 202 may be sent).
+    /// A delivery with `notBefore` waits in the outbox until then; one with a `hold`
+    /// joins its device's open window for the hold's key (see `Hold`).
     func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery], now: Int64) async throws(StoreError)
 
-    /// Claims up to `limit` pending deliveries whose lease is free or expired, for
-    /// `worker`, until `now + leaseMillis`, oldest first. A delivery is never held by two
+    /// Claims up to `limit` due pending deliveries (`notBefore` passed) whose lease is
+    /// free or expired, for `worker`, until `now + leaseMillis`, oldest first. A delivery is never held by two
     /// workers at once. Each says whether its device is still what it was at enqueue
     /// time (`ClaimedDelivery.deviceActive`), read in the same transaction: the
     /// caller must not send one that is not.
@@ -69,10 +71,50 @@ public protocol DeliveryStore: Sendable {
 
     // MARK: Reading the log
 
-    func notification(id: String) async throws(StoreError) -> NotificationView?
+    /// A notification with its counts by state, and one page of its deliveries in
+    /// log order: at most `limit`, those after the cursor `after` (from the previous
+    /// page's `next`). A 100k fan-out is read a page at a time, never whole.
+    func notification(id: String, limit: Int, after: Int64?) async throws(StoreError) -> NotificationView?
     func delivery(apnsID: String) async throws(StoreError) -> DeliveryView?
     /// Deliveries pending in the outbox.
     func outboxDepth() async throws(StoreError) -> Int
+    /// Those of them not due at `now` (quiet hours, a batching window, a retry's backoff).
+    func outboxWaiting(now: Int64) async throws(StoreError) -> Int
+
+    // MARK: Live Activities (tokens; their sends use the outbox above)
+
+    /// Upserts by (app type, token), like `register`: moved to this user, reactivated.
+    func registerLiveActivity(_ registration: LiveActivityRegistration, now: Int64) async throws(StoreError)
+    /// Soft-deletes one of this user's active Live Activity tokens; false when it is not one of them.
+    func unregisterLiveActivity(userID: String, token: String, now: Int64) async throws(StoreError) -> Bool
+    /// This user's active Live Activity tokens, newest first.
+    func liveActivityTokens(userID: String) async throws(StoreError) -> [LiveActivityToken]
+    /// The active Live Activity tokens of an app a send targets, by user id.
+    func liveActivityTokens(appType: String, _ target: LiveActivityTarget) async throws(StoreError) -> [LiveActivityToken]
+
+    // MARK: Broadcast channels and their sends
+
+    func channel(_ key: ChannelKey) async throws(StoreError) -> ChannelRow?
+    /// An app's channels (of one environment and entity type, when given), by entity.
+    func channels(appType: String, environment: String?, entityType: String?) async throws(StoreError) -> [ChannelRow]
+    /// Stores a channel APNs created, unless its key has one already: returns the
+    /// one stored (when it is not `channel`, the caller deletes its own on APNs).
+    func addChannel(_ channel: ChannelRow) async throws(StoreError) -> ChannelRow
+    /// Forgets the key's channel if it is still `channelID`.
+    func removeChannel(_ key: ChannelKey, channelID: String) async throws(StoreError) -> Bool
+    /// Records a broadcast, pending, before it is sent.
+    func enqueueBroadcast(_ broadcast: NewBroadcast, now: Int64) async throws(StoreError)
+    /// Claims due pending broadcasts whose lease is free or expired (as `claim`).
+    func claimBroadcasts(worker: String, limit: Int, leaseMillis: Int64, now: Int64) async throws(StoreError) -> [ClaimedBroadcast]
+    /// Writes the one final entry; false (nothing written) when this worker no longer holds it.
+    func finishBroadcast(worker: String, _ outcome: BroadcastOutcome, now: Int64) async throws(StoreError) -> Bool
+    /// Extends the lease of broadcasts this worker still holds (a send may outlast one).
+    func renewBroadcasts(worker: String, ids: [String], leaseMillis: Int64, now: Int64) async throws(StoreError)
+    /// Pending again from `availableAt`, the attempt counted.
+    func releaseBroadcast(worker: String, id: String, availableAt: Int64, now: Int64) async throws(StoreError)
+    func broadcast(id: String) async throws(StoreError) -> BroadcastView?
+    /// Broadcasts not yet final.
+    func pendingBroadcasts() async throws(StoreError) -> Int
 }
 
 /// A store that cannot do what was asked: the database is unreachable, or refused.
@@ -139,10 +181,23 @@ public enum Audience: Sendable, Hashable {
     case company(String)
 }
 
+/// A saved preference: a toggle, or a text setting (a quiet-hours time, a time zone).
+/// Literals of either kind read as one, so `["newEnquiry": false]` is a change.
+public enum PreferenceValue: Sendable, Hashable, ExpressibleByBooleanLiteral, ExpressibleByStringLiteral {
+    case bool(Bool)
+    case text(String)
+
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(stringLiteral value: String) { self = .text(value) }
+
+    public var bool: Bool? { if case .bool(let b) = self { b } else { nil } }
+    public var text: String? { if case .text(let t) = self { t } else { nil } }
+}
+
 public struct Recipient: Sendable, Hashable {
     public var userID: String
     /// Saved values only.
-    public var preferences: [String: Bool]
+    public var preferences: [String: PreferenceValue]
     /// Active iOS tokens of the app.
     public var devices: [Device]
 
@@ -157,7 +212,7 @@ public struct Recipient: Sendable, Hashable {
         }
     }
 
-    public init(userID: String, preferences: [String: Bool], devices: [Device]) {
+    public init(userID: String, preferences: [String: PreferenceValue], devices: [Device]) {
         self.userID = userID
         self.preferences = preferences
         self.devices = devices
@@ -194,10 +249,15 @@ public struct NewDelivery: Sendable, Hashable {
     public var priority: Int?
     public var collapseID: String?
     public var expiration: Int64?
+    /// Held in the outbox until then (quiet hours deferred it, or a coalescing window
+    /// closes then); nil: due at once.
+    public var notBefore: Int64?
+    /// Joins (or opens) a window of its device: see `Hold`.
+    public var hold: Hold?
 
     public init(userID: String, deviceID: Int64, token: String, environment: String, apnsID: String,
                 payload: [UInt8], pushType: String = "alert", priority: Int? = nil, collapseID: String? = nil,
-                expiration: Int64? = nil) {
+                expiration: Int64? = nil, notBefore: Int64? = nil, hold: Hold? = nil) {
         self.userID = userID
         self.deviceID = deviceID
         self.token = token
@@ -208,6 +268,8 @@ public struct NewDelivery: Sendable, Hashable {
         self.priority = priority
         self.collapseID = collapseID
         self.expiration = expiration
+        self.notBefore = notBefore
+        self.hold = hold
     }
 }
 
@@ -224,9 +286,11 @@ public struct ClaimedDelivery: Sendable, Hashable {
     /// and user. False when it was deactivated (410, logout) or moved to another
     /// user since the enqueue: such a delivery is never sent.
     public var deviceActive: Bool
+    /// A coalescing window's carrier: how many notifications it stands for (0: not a carrier).
+    public var batched: Int
 
     public init(id: Int64, notificationID: String, appType: String, delivery: NewDelivery, attempts: Int,
-                crossEnvironmentTried: Bool, deviceActive: Bool = true) {
+                crossEnvironmentTried: Bool, deviceActive: Bool = true, batched: Int = 0) {
         self.id = id
         self.notificationID = notificationID
         self.appType = appType
@@ -234,6 +298,7 @@ public struct ClaimedDelivery: Sendable, Hashable {
         self.attempts = attempts
         self.crossEnvironmentTried = crossEnvironmentTried
         self.deviceActive = deviceActive
+        self.batched = batched
     }
 }
 
@@ -270,19 +335,34 @@ public struct DeliveryOutcome: Sendable, Hashable {
     }
 }
 
+extension DeliveryStore {
+    /// Every delivery at once: for tests and small notifications.
+    public func notification(id: String) async throws(StoreError) -> NotificationView? {
+        try await notification(id: id, limit: Int.max, after: nil)
+    }
+}
+
 public struct NotificationView: Sendable, Hashable {
     public var id: String
     public var type: String
     public var entityID: String?
     public var createdAt: Int64
+    /// This page of deliveries.
     public var deliveries: [DeliveryView]
+    /// All of the notification's deliveries by state, not only this page's.
+    public var counts: [String: Int]
+    /// The cursor of the next page; nil on the last.
+    public var next: Int64?
 
-    public init(id: String, type: String, entityID: String?, createdAt: Int64, deliveries: [DeliveryView]) {
+    public init(id: String, type: String, entityID: String?, createdAt: Int64, deliveries: [DeliveryView],
+                counts: [String: Int] = [:], next: Int64? = nil) {
         self.id = id
         self.type = type
         self.entityID = entityID
         self.createdAt = createdAt
         self.deliveries = deliveries
+        self.counts = counts
+        self.next = next
     }
 }
 
@@ -291,7 +371,9 @@ public struct DeliveryView: Sendable, Hashable {
     public var userID: String
     public var token: String
     public var environment: String
-    /// "pending", "delivered" or "failed".
+    /// "pending", "delivered" or "failed"; "batched" (a coalescing window's send
+    /// carried it) or "superseded" (a later deferred delivery with its collapse key
+    /// replaced it): `carriedBy` names that delivery.
     public var state: String
     public var apnsID: String
     public var status: Int?
@@ -299,9 +381,16 @@ public struct DeliveryView: Sendable, Hashable {
     public var timestamp: Int64?
     public var attempts: Int
     public var finishedAt: Int64?
+    /// Held until then (quiet hours, a coalescing window).
+    public var notBefore: Int64?
+    /// The apns-id of the delivery that carried (or superseded) this one.
+    public var carriedBy: String?
+    /// A carrier: how many notifications it stands for.
+    public var batched: Int?
 
     public init(notificationID: String, userID: String, token: String, environment: String, state: String,
-                apnsID: String, status: Int?, reason: String?, timestamp: Int64?, attempts: Int, finishedAt: Int64?) {
+                apnsID: String, status: Int?, reason: String?, timestamp: Int64?, attempts: Int, finishedAt: Int64?,
+                notBefore: Int64? = nil, carriedBy: String? = nil, batched: Int? = nil) {
         self.notificationID = notificationID
         self.userID = userID
         self.token = token
@@ -313,5 +402,8 @@ public struct DeliveryView: Sendable, Hashable {
         self.timestamp = timestamp
         self.attempts = attempts
         self.finishedAt = finishedAt
+        self.notBefore = notBefore
+        self.carriedBy = carriedBy
+        self.batched = batched
     }
 }

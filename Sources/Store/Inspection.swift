@@ -15,6 +15,13 @@ extension SQLiteStore {
         try await write("inspect") { db in try Int64.fetchOne(db, sql: sql) }
     }
 
+    /// EXPLAIN QUERY PLAN's details for `sql`, one a step.
+    func queryPlan(_ sql: String) async throws(StoreError) -> [String] {
+        try await read("explain") { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql).map { $0["detail"] as String }
+        }
+    }
+
     /// Runs statements in one write transaction.
     func execute(_ sql: String) async throws(StoreError) {
         try await write("execute") { db in try db.execute(sql: sql) }

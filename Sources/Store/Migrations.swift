@@ -9,7 +9,7 @@ import GRDB
 /// steps are one `BEGIN IMMEDIATE` transaction: the second process waits for the
 /// first, then finds nothing to do.
 enum Migrations {
-    static let steps: [String] = [v1, v2]
+    static let steps: [String] = [v1, v2, v3, v4]
 
     static func apply(_ db: Database) throws {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
@@ -120,6 +120,159 @@ enum Migrations {
             bytes           BLOB    NOT NULL
         );
         ALTER TABLE deliveries ADD COLUMN payload_id INTEGER REFERENCES payloads (id);
+        """
+
+    /// Quiet hours and batching (issue #14).
+    /// - Preferences may hold text (`quietHoursStart` "22:00", `timeZone`): `value` is
+    ///   the boolean, `text_value` the text, exactly one of them set.
+    /// - A delivery may be held: `not_before` is when it may go (the outbox's
+    ///   `available_at` holds the same instant, so the claim's index does the waiting).
+    ///   Two new final states: `batched` (carried by another delivery, a coalescing
+    ///   window's one send) and `superseded` (a deferred delivery replaced by a later
+    ///   one with the same collapse key); `carried_by` names that delivery, and a
+    ///   carrier's `batched` counts its members.
+    /// - `holds`: the open windows, one per device and key, small (a row is useless once
+    ///   its window closes and is deleted by the next hold-path enqueue).
+    ///
+    /// SQLite cannot change a CHECK in place: `deliveries` (and `outbox`, which refers
+    /// to it) are rebuilt, once, by copy. Foreign keys stay on (GRDB's default; they
+    /// cannot be switched inside this transaction), so the order is: new tables, copy,
+    /// drop the child (outbox) before its parent, rename (which rewrites the new
+    /// outbox's reference to the final name).
+    static let v3 = """
+        CREATE TABLE preferences_v3 (
+            user_id    TEXT    NOT NULL,
+            app_type   TEXT    NOT NULL,
+            key        TEXT    NOT NULL,
+            value      INTEGER,
+            text_value TEXT,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (user_id, app_type, key),
+            CHECK ((value IS NULL) <> (text_value IS NULL))
+        ) WITHOUT ROWID;
+        INSERT INTO preferences_v3 (user_id, app_type, key, value, updated_at)
+            SELECT user_id, app_type, key, value, updated_at FROM preferences;
+        DROP TABLE preferences;
+        ALTER TABLE preferences_v3 RENAME TO preferences;
+
+        CREATE TABLE deliveries_v3 (
+            id                      INTEGER PRIMARY KEY,
+            notification_id         TEXT    NOT NULL REFERENCES notifications (id),
+            user_id                 TEXT    NOT NULL,
+            device_id               INTEGER NOT NULL,
+            token                   TEXT    NOT NULL,
+            environment             TEXT    NOT NULL,
+            apns_id                 TEXT    NOT NULL UNIQUE,
+            payload                 BLOB    NOT NULL,
+            push_type               TEXT    NOT NULL,
+            priority                INTEGER,
+            collapse_id             TEXT,
+            expiration              INTEGER,
+            state                   TEXT    NOT NULL DEFAULT 'pending'
+                                            CHECK (state IN ('pending', 'delivered', 'failed', 'batched', 'superseded')),
+            status                  INTEGER,
+            reason                  TEXT,
+            apns_timestamp          INTEGER,
+            attempts                INTEGER NOT NULL DEFAULT 0,
+            cross_environment_tried INTEGER NOT NULL DEFAULT 0,
+            created_at              INTEGER NOT NULL,
+            finished_at             INTEGER,
+            payload_id              INTEGER REFERENCES payloads (id),
+            not_before              INTEGER,
+            carried_by              INTEGER REFERENCES deliveries_v3 (id),
+            batched                 INTEGER
+        );
+        INSERT INTO deliveries_v3 (id, notification_id, user_id, device_id, token, environment, apns_id, payload,
+                                   push_type, priority, collapse_id, expiration, state, status, reason,
+                                   apns_timestamp, attempts, cross_environment_tried, created_at, finished_at,
+                                   payload_id)
+            SELECT id, notification_id, user_id, device_id, token, environment, apns_id, payload,
+                   push_type, priority, collapse_id, expiration, state, status, reason,
+                   apns_timestamp, attempts, cross_environment_tried, created_at, finished_at, payload_id
+            FROM deliveries;
+        CREATE TABLE outbox_v3 (
+            delivery_id  INTEGER PRIMARY KEY REFERENCES deliveries_v3 (id),
+            available_at INTEGER NOT NULL,
+            lease_until  INTEGER,
+            claimed_by   TEXT
+        );
+        INSERT INTO outbox_v3 (delivery_id, available_at, lease_until, claimed_by)
+            SELECT delivery_id, available_at, lease_until, claimed_by FROM outbox;
+        DROP TABLE outbox;
+        DROP TABLE deliveries;
+        ALTER TABLE deliveries_v3 RENAME TO deliveries;
+        ALTER TABLE outbox_v3 RENAME TO outbox;
+        CREATE INDEX deliveries_by_notification ON deliveries (notification_id);
+        CREATE INDEX outbox_by_age ON outbox (available_at, delivery_id);
+
+        CREATE TABLE holds (
+            device_id   INTEGER NOT NULL,
+            kind        TEXT    NOT NULL CHECK (kind IN ('coalesce', 'defer')),
+            key         TEXT    NOT NULL,
+            delivery_id INTEGER NOT NULL REFERENCES deliveries (id),
+            closes_at   INTEGER NOT NULL,
+            PRIMARY KEY (device_id, kind, key)
+        ) WITHOUT ROWID;
+        CREATE INDEX holds_by_close ON holds (closes_at);
+        """
+
+    /// Live Activities and broadcast channels (issue #12).
+    /// - A Live Activity push token is a `devices` row with platform `liveactivity`
+    ///   (so the outbox's claim, the 410 rules and `last_used_at` treat it as any
+    ///   token), plus what kind it is: `update` (one running activity, `activity_id`)
+    ///   or `start` (push-to-start, one per attributes type).
+    /// - `channels`: one broadcast channel per (app, environment, entity), as APNs
+    ///   issued it.
+    /// - `broadcasts`: each send to a channel, pending until its one final entry, with
+    ///   a lease of its own (a small outbox: the device outbox's claim is tuned for
+    ///   fan-outs to tokens, and a broadcast has no token, no apns-id of ours and
+    ///   other answers).
+    static let v4 = """
+        CREATE TABLE live_activity_tokens (
+            device_id       INTEGER PRIMARY KEY REFERENCES devices (id),
+            kind            TEXT    NOT NULL CHECK (kind IN ('update', 'start')),
+            activity_id     TEXT,
+            attributes_type TEXT    NOT NULL,
+            CHECK ((kind = 'update') = (activity_id IS NOT NULL))
+        );
+        CREATE INDEX live_activity_tokens_by_activity ON live_activity_tokens (activity_id)
+            WHERE activity_id IS NOT NULL;
+
+        CREATE TABLE channels (
+            id             INTEGER PRIMARY KEY,
+            app_type       TEXT    NOT NULL,
+            environment    TEXT    NOT NULL,
+            entity_type    TEXT    NOT NULL,
+            entity_id      TEXT    NOT NULL,
+            channel_id     TEXT    NOT NULL,
+            storage_policy INTEGER NOT NULL,
+            created_at     INTEGER NOT NULL,
+            UNIQUE (app_type, environment, entity_type, entity_id)
+        );
+
+        CREATE TABLE broadcasts (
+            id             TEXT    PRIMARY KEY,
+            app_type       TEXT    NOT NULL,
+            environment    TEXT    NOT NULL,
+            entity_type    TEXT    NOT NULL,
+            entity_id      TEXT    NOT NULL,
+            channel_id     TEXT    NOT NULL,
+            payload        BLOB    NOT NULL,
+            priority       INTEGER,
+            expiration     INTEGER NOT NULL,
+            state          TEXT    NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
+            status         INTEGER,
+            reason         TEXT,
+            request_id     TEXT,
+            unique_id      TEXT,
+            attempts       INTEGER NOT NULL DEFAULT 0,
+            created_at     INTEGER NOT NULL,
+            finished_at    INTEGER,
+            available_at   INTEGER NOT NULL,
+            lease_until    INTEGER,
+            claimed_by     TEXT
+        );
+        CREATE INDEX broadcasts_pending ON broadcasts (available_at) WHERE state = 'pending';
         """
 }
 

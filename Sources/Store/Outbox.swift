@@ -49,8 +49,8 @@ extension SQLiteStore {
             try db.executeChunked(count: deliveries.count, maxRows: 256, sql: { rows in
                 """
                 INSERT INTO deliveries (notification_id, user_id, device_id, token, environment, apns_id, payload,
-                                        payload_id, push_type, priority, collapse_id, expiration, created_at)
-                VALUES \(placeholders(rows: rows, columns: 13))
+                                        payload_id, push_type, priority, collapse_id, expiration, created_at, not_before)
+                VALUES \(placeholders(rows: rows, columns: 14))
                 """
             }, bind: { i, values in
                 let d = deliveries[i]
@@ -67,11 +67,23 @@ extension SQLiteStore {
                 values.append(d.collapseID.databaseValue)
                 values.append(d.expiration.databaseValue)
                 values.append(created)
+                values.append(d.notBefore.databaseValue)
             })
-            try db.execute(sql: """
-                INSERT INTO outbox (delivery_id, available_at)
-                SELECT id, ? FROM deliveries WHERE notification_id = ?
-                """, arguments: [now, notification.id])
+            if deliveries.allSatisfy({ $0.notBefore == nil && $0.hold == nil }) {
+                // The common case: every delivery due now. The notification's index
+                // covers this read (no table row per delivery).
+                try db.execute(sql: """
+                    INSERT INTO outbox (delivery_id, available_at)
+                    SELECT id, ? FROM deliveries WHERE notification_id = ?
+                    """, arguments: [now, notification.id])
+            } else {
+                try Self.applyHolds(db, notificationID: notification.id, deliveries, payloadOf: payloadOf, now: now)
+                // Members of a window (batched) never go out themselves; carriers do.
+                try db.execute(sql: """
+                    INSERT INTO outbox (delivery_id, available_at)
+                    SELECT id, coalesce(not_before, ?) FROM deliveries WHERE notification_id = ? AND state = 'pending'
+                    """, arguments: [now, notification.id])
+            }
         }
     }
 
@@ -89,12 +101,15 @@ extension SQLiteStore {
                        coalesce(p.bytes, d.payload) AS payload, d.push_type, d.priority, d.collapse_id,
                        d.expiration, d.attempts, d.cross_environment_tried, n.app_type,
                        coalesce(v.is_active = 1 AND v.user_id = d.user_id AND v.app_type = n.app_type
-                                AND v.platform = 'ios', 0) AS device_active
+                                AND v.platform = (CASE d.push_type WHEN 'liveactivity' THEN 'liveactivity' ELSE 'ios' END),
+                                0) AS device_active, coalesce(d.batched, 0) AS batched
                 FROM outbox o
                 CROSS JOIN deliveries d ON d.id = o.delivery_id
                 CROSS JOIN notifications n ON n.id = d.notification_id
                 LEFT JOIN devices v ON v.id = d.device_id
                 LEFT JOIN payloads p ON p.id = d.payload_id
+                -- Due rows only: held ones (quiet hours, an open window) wait further up
+                -- the same index, at their not_before.
                 WHERE o.available_at <= :now AND (o.lease_until IS NULL OR o.lease_until <= :now)
                 ORDER BY o.available_at, o.delivery_id
                 LIMIT :limit
@@ -213,6 +228,12 @@ extension SQLiteStore {
         try await read("count the outbox") { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox") ?? 0 }
     }
 
+    public func outboxWaiting(now: Int64) async throws(StoreError) -> Int {
+        try await read("count the outbox") { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox WHERE available_at > ?", arguments: [now]) ?? 0
+        }
+    }
+
     /// What an answer from APNs says about the token (the service decided which).
     private static func apply(_ change: DeliveryOutcome.TokenChange, to deviceID: Int64, now: Int64, _ db: Database) throws {
         switch change {
@@ -243,6 +264,6 @@ extension ClaimedDelivery {
                 environment: row[5], apnsID: row[6], payload: payload,
                 pushType: row[8], priority: row[9], collapseID: row[10],
                 expiration: row[11]),
-            attempts: row[12], crossEnvironmentTried: row[13], deviceActive: row[15])
+            attempts: row[12], crossEnvironmentTried: row[13], deviceActive: row[15], batched: row[16])
     }
 }

@@ -37,7 +37,7 @@ extension SQLiteStore {
             try db.execute(sql: """
                 UPDATE devices SET is_active = 0, deactivated_reason = 'unregistered',
                                    deactivated_at = ?, updated_at = ?
-                WHERE user_id = ? AND token = ? AND is_active = 1
+                WHERE user_id = ? AND token = ? AND is_active = 1 AND platform <> 'liveactivity'
                 """, arguments: [now, now, userID, token.lowercased()])
             return db.changesCount > 0
         }
@@ -47,7 +47,7 @@ extension SQLiteStore {
         try await read("list devices") { db in
             try Row.fetchAll(db, sql: """
                 SELECT id, platform, app_type, device_name, os_version, app_version, last_used_at, created_at
-                FROM devices WHERE user_id = ? AND is_active = 1
+                FROM devices WHERE user_id = ? AND is_active = 1 AND platform <> 'liveactivity'
                 ORDER BY registered_at DESC, id DESC
                 """, arguments: [userID]).map { row in
                 DeviceRow(id: row["id"], platform: row["platform"], appType: row["app_type"],
@@ -60,27 +60,28 @@ extension SQLiteStore {
 
     // MARK: Preferences
 
-    public func preferences(userID: String, appType: String) async throws(StoreError) -> [String: Bool] {
+    public func preferences(userID: String, appType: String) async throws(StoreError) -> [String: PreferenceValue] {
         try await read("read preferences") { db in
-            var saved: [String: Bool] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT key, value FROM preferences WHERE user_id = ? AND app_type = ?",
+            var saved: [String: PreferenceValue] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT key, value, text_value FROM preferences WHERE user_id = ? AND app_type = ?",
                                         arguments: [userID, appType]) {
-                saved[row["key"]] = row["value"]
+                saved[row[0]] = PreferenceValue(value: row[1], text: row[2])
             }
             return saved
         }
     }
 
-    public func updatePreferences(userID: String, appType: String, _ changes: [String: Bool],
+    public func updatePreferences(userID: String, appType: String, _ changes: [String: PreferenceValue],
                                   now: Int64) async throws(StoreError) {
         guard !changes.isEmpty else { return }
         try await write("update preferences") { db in
             let upsert = try db.cachedStatement(sql: """
-                INSERT INTO preferences (user_id, app_type, key, value, updated_at) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT (user_id, app_type, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+                INSERT INTO preferences (user_id, app_type, key, value, text_value, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (user_id, app_type, key) DO UPDATE SET value = excluded.value, text_value = excluded.text_value,
+                                                                   updated_at = excluded.updated_at
                 """)
             for (key, value) in changes {
-                try upsert.execute(arguments: [userID, appType, key, value, now])
+                try upsert.execute(arguments: [userID, appType, key, value.bool, value.text, now])
             }
         }
     }
@@ -131,24 +132,31 @@ extension SQLiteStore {
                 devices[row[0], default: []].append(Recipient.Device(id: row[1], token: row[2], environment: row[3]))
             }
 
-            var preferences: [String: [String: Bool]] = [:]
+            var preferences: [String: [String: PreferenceValue]] = [:]
             let preferenceRows = if let company = devicesInCompany {
                 try Row.fetchCursor(db, sql: """
-                    SELECT user_id, key, value FROM preferences
+                    SELECT user_id, key, value, text_value FROM preferences
                     WHERE app_type = ?1 AND user_id IN (SELECT user_id FROM devices
                                                         WHERE company_id = ?2 AND app_type = ?1 AND is_active = 1)
                     """, arguments: [appType, company])
             } else {
                 try Row.fetchCursor(db, sql: """
-                    SELECT user_id, key, value FROM preferences
+                    SELECT user_id, key, value, text_value FROM preferences
                     WHERE user_id IN (SELECT value FROM json_each(?)) AND app_type = ?
                     """, arguments: [jsonArray(users), appType])
             }
             while let row = try preferenceRows.next() {
-                preferences[row[0], default: [:]][row[1]] = row[2]
+                preferences[row[0], default: [:]][row[1]] = PreferenceValue(value: row[2], text: row[3])
             }
 
             return users.map { Recipient(userID: $0, preferences: preferences[$0] ?? [:], devices: devices[$0] ?? []) }
         }
+    }
+}
+
+extension PreferenceValue {
+    /// A row's `value` (a toggle) or `text_value` (a setting): exactly one is set.
+    init(value: Bool?, text: String?) {
+        self = if let text { .text(text) } else { .bool(value ?? false) }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// The store on one SQLite file: one apns-server process (or a few on one machine).
 ///
@@ -180,15 +181,51 @@ extension Database {
             for i in start..<(start + size) { bind(i, &values) }
             values.append(contentsOf: finalArguments)
             let statement = try cachedStatement(sql: sql(size))
-            statement.setUncheckedArguments(StatementArguments(values))
             if let each {
+                statement.setUncheckedArguments(StatementArguments(values))
                 let cursor = try Row.fetchCursor(statement)
                 while let row = try cursor.next() { try each(row) }
             } else {
-                try statement.execute()
+                try executeBound(statement, values)
             }
             start += size
         }
+    }
+
+    /// Binds straight through SQLite's C API and steps to the end: building GRDB's
+    /// `StatementArguments` for 256 rows × 14 columns (a key-path map over generic
+    /// values) was a tenth of a 100k fan-out's enqueue.
+    private func executeBound(_ statement: Statement, _ values: [DatabaseValue]) throws {
+        let raw = statement.sqliteStatement
+        sqlite3_reset(raw)
+        sqlite3_clear_bindings(raw)
+        // SQLITE_TRANSIENT: SQLite copies text and blobs before the call returns.
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        for (k, value) in values.enumerated() {
+            let index = Int32(k + 1)
+            let rc: Int32
+            switch value.storage {
+            case .null: rc = sqlite3_bind_null(raw, index)
+            case .int64(let n): rc = sqlite3_bind_int64(raw, index, n)
+            case .double(let d): rc = sqlite3_bind_double(raw, index, d)
+            case .string(let s): rc = sqlite3_bind_text(raw, index, s, -1, transient)
+            case .blob(let data) where data.isEmpty: rc = sqlite3_bind_zeroblob(raw, index, 0)   // empty, not NULL
+            case .blob(let data): rc = data.withUnsafeBytes { sqlite3_bind_blob(raw, index, $0.baseAddress, Int32($0.count), transient) }
+            }
+            guard rc == SQLITE_OK else { throw error(rc, statement) }
+        }
+        var rc = sqlite3_step(raw)
+        while rc == SQLITE_ROW { rc = sqlite3_step(raw) }
+        defer {
+            sqlite3_reset(raw)
+            sqlite3_clear_bindings(raw)
+        }
+        guard rc == SQLITE_DONE else { throw error(rc, statement) }
+    }
+
+    private func error(_ rc: Int32, _ statement: Statement) -> DatabaseError {
+        DatabaseError(resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(sqliteConnection)),
+                      sql: statement.sql)
     }
 }
 

@@ -8,7 +8,7 @@ import Foundation
 struct MockCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apns-mock",
-        abstract: "A mock APNs provider API server (HTTP/2 over TLS, token auth) for tests and benchmarks.",
+        abstract: "A mock APNs provider API server (HTTP/2 over TLS, token or certificate auth) for tests and benchmarks.",
         discussion: """
         Answers as APNs answers: validates the provider JWT (ES256), headers and payload, \
         and replies with APNs status codes and reasons. Faults are deterministic under --seed. \
@@ -71,6 +71,10 @@ struct MockCommand: ParsableCommand {
     var threads = 1
     @Option(help: "Seed for every random choice (faults, jitter, generated ids).")
     var seed: UInt64 = 0
+    @Option(name: .customLong("client-ca"),
+            help: ArgumentHelp("Certificate auth: ask clients for a TLS certificate and trust those this CA (PEM) issued; requests without a token are judged by it (UID = topic; --sandbox decides which environment marker fits).",
+                               valueName: "CA.pem"))
+    var clientCA: String?
 
     func run() throws {
         let config = try makeConfiguration()
@@ -127,6 +131,7 @@ struct MockCommand: ParsableCommand {
         c.noPingAck = noPingAck
         c.threads = threads
         c.seed = seed
+        c.clientCA = clientCA
         return c
     }
 }

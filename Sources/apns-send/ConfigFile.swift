@@ -2,7 +2,9 @@
 /// values optionally in single or double quotes. Unknown keys are errors, so a
 /// misspelt key does not silently fall back to the environment.
 struct ConfigFile {
-    static let keys: Set<String> = ["APNS_KEY_PATH", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_TOPIC", "APNS_ENV"]
+    static let keys: Set<String> = ["APNS_KEY_PATH", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_TOPIC", "APNS_ENV",
+                                    "APNS_CERTIFICATE_PATH", "APNS_CERTIFICATE_PASSWORD_FILE",
+                                    "APNS_PROXY"]
 
     let values: [String: String]
 
@@ -25,9 +27,11 @@ struct ConfigFile {
             values[key] = ConfigFile.unquoted(line[line.index(after: eq)...].trimmed)
         }
         // A relative key path is relative to the file's folder, not the working directory.
-        if let keyPath = values["APNS_KEY_PATH"], !keyPath.isEmpty, !keyPath.hasPrefix("/") {
-            let folder = path.lastIndex(of: "/").map { String(path[...$0]) } ?? ""
-            values["APNS_KEY_PATH"] = folder + keyPath
+        for key in ["APNS_KEY_PATH", "APNS_CERTIFICATE_PATH", "APNS_CERTIFICATE_PASSWORD_FILE"] {
+            if let keyPath = values[key], !keyPath.isEmpty, !keyPath.hasPrefix("/") {
+                let folder = path.lastIndex(of: "/").map { String(path[...$0]) } ?? ""
+                values[key] = folder + keyPath
+            }
         }
         self.values = values
     }

@@ -57,7 +57,7 @@ struct DryRun {
         Stderr.line("dry run: nothing sent")
         Stderr.write("""
               transport \(c.transport.rawValue), \(c.connections) connection\(c.connections == 1 ? "" : "s") per endpoint, up to \(c.maxInFlight) in flight
-              auth      ES256 provider token signed (kid \(c.credentials.keyID), iss \(c.credentials.teamID); \(signatures) signature\(signatures == 1 ? "" : "s"))
+              auth      \(c.credentials.dryRunDescription(signatures: signatures))
               messages  \(valid) would be sent\(targets.isEmpty ? "" : " (\(targets.joined(separator: ", ")))"), \(bad) refused\(bad > 0 ? " (\(reasons); records written to \(settings.outputPath ?? "stdout"))" : "")\(settled)
 
             """)
@@ -82,7 +82,7 @@ struct DryRun {
               endpoint  \(settings.endpointDescription) (\(c.transport.rawValue), \(c.connections) connection\(c.connections == 1 ? "" : "s"), up to \(c.maxInFlight) in flight)
               request   POST /3/device/<token>
               headers   \(headers.joined(separator: ", "))
-              auth      ES256 provider token signed (kid \(c.credentials.keyID), iss \(c.credentials.teamID); \(signatures) signature\(signatures == 1 ? "" : "s"))
+              auth      \(c.credentials.dryRunDescription(signatures: signatures))
               payload   \(n.payload.count) bytes: \(payload)
               tokens    \(valid) would be sent, \(malformed) malformed (records written to \(settings.outputPath ?? "stdout")), \(duplicates) duplicate line\(duplicates == 1 ? "" : "s") skipped\(settled > 0 ? ", \(settled) already settled in \(settings.outputPath ?? "") skipped" : "")
 

@@ -19,6 +19,9 @@ enum Main {
             Stderr.line(oneLine(Options.message(for: error)))
             exit(2)
         }
+        if options.isBroadcast {
+            exit(await BroadcastRun.main(options))
+        }
         let settings: Settings
         do {
             settings = try Settings(options)

@@ -8,21 +8,34 @@ struct Options: ParsableCommand {
         commandName: "apns-send",
         abstract: "Send one notification payload to every device token in a file, or a file of messages, through APNs.",
         usage: """
-            apns-send --topic TOPIC [--key AuthKey_XXXX.p8 --key-id ID --team-id ID | --config FILE]
+            apns-send --topic TOPIC [--key AuthKey_XXXX.p8 --key-id ID --team-id ID | --config FILE
+                                     | --certificate FILE.p12|FILE.pem [--certificate-password-file FILE]]
                       [--env sandbox|production] [--endpoint https://HOST:PORT] [--cacert CA.pem]
                       [--sandbox-endpoint https://HOST:PORT] [--production-endpoint https://HOST:PORT]
                       [--push-type alert|background|voip|...] [--priority 10|5|1] [--expiration UNIX]
                       [--collapse-id ID] [--output results.jsonl | --resume results.jsonl] [--format jsonl|csv]
                       [--concurrency N] [--connections N] [--transport nghttp2|curl] [--timeout SECONDS]
-                      [--retries N]
+                      [--retries N] [--proxy http://[USER:PASS@]HOST:PORT]
                       [--dry-run] PAYLOAD.json TOKENS.txt   |   --messages MESSAGES.jsonl
+            apns-send --topic BUNDLE_ID ... [--management-endpoint https://HOST:PORT]
+                      --broadcast CHANNEL_ID [--priority 10|5|1] [--expiration UNIX] PAYLOAD.json
+                      | --create-channel [--storage-policy 0|1] | --read-channel ID
+                      | --delete-channel ID | --list-channels
             """,
         discussion: """
             Credentials: --key, --key-id and --team-id, or a --config file (the format of \
             keys.example: KEY=value lines, # comments, optional quotes; keys APNS_KEY_PATH, \
-            APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC, APNS_ENV; a relative APNS_KEY_PATH is relative \
+            APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC, APNS_ENV, APNS_PROXY; a relative APNS_KEY_PATH is relative \
             to the file's folder), or the environment variables of the same names. \
             Precedence: flag > config file > environment.
+
+            Certificate auth, in place of a provider key: --certificate FILE.p12|FILE.pem (an \
+            Apple Push Services certificate with its private key; a PEM holds both), and \
+            --certificate-password-file FILE when it has a password (the file's first line; a \
+            password is never taken on the command line). No authorization header is sent: the \
+            TLS client certificate identifies the app. Config and environment keys: \
+            APNS_CERTIFICATE_PATH, APNS_CERTIFICATE_PASSWORD_FILE. A wrong password, an expired \
+            certificate or a key that does not match stops the run before anything is sent (exit 2).
 
             TOKENS.txt: one token per line; surrounding spaces trimmed; blank lines and lines \
             starting with # skipped; upper-case hex accepted (sent lower-case); a repeated token \
@@ -75,9 +88,30 @@ struct Options: ParsableCommand {
             --production-endpoint do so for one environment each, for --messages lines that \
             name "environment". An environment without an override goes to Apple's host.
 
+            Proxy: --proxy http://[USER:PASS@]HOST:PORT (or APNS_PROXY in --config or the \
+            environment) sends through an HTTP proxy by CONNECT; TLS to APNs runs end to end \
+            inside the tunnel and is verified as always. USER and PASS are percent-decoded and \
+            sent as Basic credentials; the password is never printed (but a command line is \
+            visible to other users: put a password in the --config file). Without one, https_proxy \
+            (or HTTPS_PROXY) is used, except for hosts NO_PROXY names (comma list: *, \
+            example.com matching its subdomains, IP/bits, host:port), as curl reads them. A \
+            proxy that refuses (407, 403, ...) or cannot be reached gives every token a record \
+            with status 0 and an error naming the proxy and its answer.
+
             Dry run: --dry-run checks every input and signs a provider token, and sends nothing; \
             malformed token lines and (with --messages) every line that cannot be sent get their \
             records. With --messages it exits 1 when some line cannot be sent, else 0.
+
+            Broadcast push (iOS 18): --broadcast CHANNEL_ID sends PAYLOAD.json (a Live Activity \
+            update or end, at most 5120 bytes) once to the channel of the app --topic names, with \
+            apns-push-type liveactivity and apns-expiration 0 unless --expiration says otherwise \
+            (a channel that stores nothing takes only 0). --create-channel (with --storage-policy \
+            0: no message stored, or 1: the most recent; default 0), --read-channel ID, \
+            --delete-channel ID and --list-channels manage the app's channels on APNs' management \
+            host (api-manage-broadcast..., port 2196, sandbox 2195; --management-endpoint elsewhere, \
+            by default the --endpoint when one is given). Each prints one record: \
+            {"operation","status","apns_request_id","channel_id","reason",...}; a broadcast's \
+            record is {"channel_id","status","apns_request_id","apns_unique_id","reason","attempts"}.
 
             Exit status: 0 every token (message) delivered; 1 some not delivered (malformed tokens \
             or message lines, APNs refusals, unreachable endpoint, interrupted); 2 nothing sent because of a usage, \
@@ -96,6 +130,15 @@ struct Options: ParsableCommand {
 
     @Option(name: .customLong("team-id"), help: "The 10-character Team ID (APNS_TEAM_ID).")
     var teamID: String?
+
+    @Option(help: ArgumentHelp("Certificate auth instead of --key: the Apple Push Services certificate and its key (APNS_CERTIFICATE_PATH).",
+                               valueName: "FILE.p12|FILE.pem"))
+    var certificate: String?
+
+    @Option(name: .customLong("certificate-password-file"),
+            help: ArgumentHelp("A file whose first line is the certificate's password (APNS_CERTIFICATE_PASSWORD_FILE).",
+                               valueName: "file"))
+    var certificatePasswordFile: String?
 
     @Option(help: ArgumentHelp("A file of APNS_* settings in the format of keys.example.", valueName: "file"))
     var config: String?
@@ -159,6 +202,10 @@ struct Options: ParsableCommand {
     @Option(help: "Retries of a transient failure (429, 500, 503, connection trouble) per token (default 5).")
     var retries: Int?
 
+    @Option(help: ArgumentHelp("Send through this HTTP proxy by CONNECT (APNS_PROXY; else https_proxy/HTTPS_PROXY with NO_PROXY).",
+                               valueName: "http://[USER:PASS@]HOST:PORT"))
+    var proxy: String?
+
     @Flag(name: .customLong("dry-run"),
           help: "Validate everything and sign a provider token, but send nothing; malformed lines still get their records.")
     var dryRun = false
@@ -166,6 +213,37 @@ struct Options: ParsableCommand {
     @Option(help: ArgumentHelp("Send the messages of this file, one JSON object a line, instead of PAYLOAD.json to TOKENS.txt.",
                                valueName: "MESSAGES.jsonl"))
     var messages: String?
+
+    @Option(help: ArgumentHelp("Send PAYLOAD.json to this broadcast channel (iOS 18) instead of to tokens.",
+                               valueName: "CHANNEL_ID"))
+    var broadcast: String?
+
+    @Flag(name: .customLong("create-channel"), help: "Create a broadcast channel for --topic's app.")
+    var createChannel = false
+
+    @Option(name: .customLong("storage-policy"),
+            help: "--create-channel's message-storage-policy: 0 (no message stored, the default) or 1 (the most recent).")
+    var storagePolicy: String?
+
+    @Option(name: .customLong("read-channel"), help: ArgumentHelp("Read a broadcast channel's settings.", valueName: "CHANNEL_ID"))
+    var readChannel: String?
+
+    @Option(name: .customLong("delete-channel"), help: ArgumentHelp("Delete a broadcast channel.", valueName: "CHANNEL_ID"))
+    var deleteChannel: String?
+
+    @Flag(name: .customLong("list-channels"), help: "List the app's broadcast channels.")
+    var listChannels = false
+
+    @Option(name: .customLong("management-endpoint"),
+            help: ArgumentHelp("Send channel management requests to https://HOST:PORT instead of Apple's management host.",
+                               valueName: "https://HOST:PORT"))
+    var managementEndpoint: String?
+
+    /// Any broadcast or channel flag: the run is a `BroadcastRun`.
+    var isBroadcast: Bool {
+        broadcast != nil || createChannel || readChannel != nil || deleteChannel != nil || listChannels ||
+            storagePolicy != nil || managementEndpoint != nil
+    }
 
     @Argument(help: ArgumentHelp("The payload: a JSON object, sent with insignificant white space removed.",
                                  valueName: "PAYLOAD.json"))

@@ -56,10 +56,21 @@ struct Settings {
         case .messages(let path):
             input = .messages(path: path, defaults: try Settings.defaults(o, topic: topic))
         }
-        let credentials = try Settings.credentials(keyPath: setting(o.key, "APNS_KEY_PATH"),
+        let credentials: Credentials
+        switch try Settings.credentialKind(o, file: file, environment: environment) {
+        case .token:
+            credentials = try Settings.credentials(keyPath: setting(o.key, "APNS_KEY_PATH"),
                                                    keyID: setting(o.keyID, "APNS_KEY_ID"),
                                                    teamID: setting(o.teamID, "APNS_TEAM_ID"))
-        configuration = try Settings.configuration(o, credentials: credentials, endpoints: endpoints)
+        case .certificate:
+            credentials = try Settings.certificate(path: setting(o.certificate, "APNS_CERTIFICATE_PATH")!,
+                                                   passwordFile: setting(o.certificatePasswordFile,
+                                                                         "APNS_CERTIFICATE_PASSWORD_FILE"))
+        }
+        var configuration = try Settings.configuration(o, credentials: credentials, endpoints: endpoints)
+        configuration.proxy = try Settings.proxy(o.proxy.map { ("--proxy", $0) } ?? setting(nil, "APNS_PROXY").map { ("APNS_PROXY", $0) },
+                                                 environment: environment)
+        self.configuration = configuration
         let format = try o.format.map { text throws(UsageError) in
             try Settings.choice(text, flag: "--format", OutputFormat.init(rawValue:), OutputFormat.allCases.map(\.rawValue))
         }
@@ -117,7 +128,7 @@ struct Settings {
     /// `--env`, and where each environment's requests go: `--endpoint` overrides
     /// `--env`'s host and port, `--sandbox-endpoint` and `--production-endpoint` name
     /// one environment each (with --messages, lines may name either).
-    private static func endpoints(_ env: String?, _ o: Options) throws(UsageError) -> Endpoints {
+    static func endpoints(_ env: String?, _ o: Options) throws(UsageError) -> Endpoints {
         let named: Environment = try choice(env ?? "production", flag: "--env",
                                             { ["production": .production, "sandbox": .sandbox][$0] },
                                             ["sandbox", "production"])
@@ -147,6 +158,9 @@ struct Settings {
         }
         let d = try defaults(o, topic: topic)
         let payload = try payload(payloadPath)
+        if d.pushType == .liveactivity {
+            do { try LiveActivity.check(payload) } catch { throw UsageError(payloadPath, error.description) }
+        }
         do {
             return try Notification(topic: topic, pushType: d.pushType, priority: d.priority, expiration: d.expiration,
                                     collapseID: d.collapseID, payload: payload)
@@ -186,7 +200,7 @@ struct Settings {
         return d
     }
 
-    private static func payload(_ path: String) throws(UsageError) -> Payload {
+    static func payload(_ path: String) throws(UsageError) -> Payload {
         let bytes: [UInt8]
         do { bytes = try readSmallFile(path) } catch { throw UsageError(path, error.reason) }
         do {
@@ -200,7 +214,7 @@ struct Settings {
         }
     }
 
-    private static func credentials(keyPath: String?, keyID: String?, teamID: String?) throws(UsageError) -> Credentials {
+    static func credentials(keyPath: String?, keyID: String?, teamID: String?) throws(UsageError) -> Credentials {
         guard let keyPath else {
             throw UsageError("no provider key: pass --key AuthKey_XXXX.p8 (or APNS_KEY_PATH in --config or the environment)")
         }
@@ -218,6 +232,59 @@ struct Settings {
         return credentials
     }
 
+    // MARK: certificate auth
+
+    enum CredentialKind { case token, certificate }
+
+    /// Token or certificate: decided by the first source (flags, then --config, then
+    /// the environment) that names either, and a source naming both is an error. So a
+    /// `--certificate` on the command line wins over APNS_KEY_* in the environment.
+    private static func credentialKind(_ o: Options, file: ConfigFile?,
+                                       environment: (String) -> String?) throws(UsageError) -> CredentialKind {
+        let flags = (token: [o.key, o.keyID, o.teamID].contains { $0 != nil },
+                     certificate: o.certificate != nil, password: o.certificatePasswordFile != nil)
+        if flags.token && (flags.certificate || flags.password) {
+            throw UsageError("--certificate replaces --key, --key-id and --team-id (certificate or token auth, not both); give one or the other")
+        }
+        if flags.certificate { return .certificate }
+        if flags.token { return .token }
+        for source in ["--config \(o.config ?? "")", "the environment"] {
+            func named(_ key: String) -> Bool {
+                let value = source == "the environment" ? environment(key) : file?[key]
+                return value.map { !$0.isEmpty } ?? false
+            }
+            let token = ["APNS_KEY_PATH", "APNS_KEY_ID", "APNS_TEAM_ID"].contains(where: named)
+            let certificate = named("APNS_CERTIFICATE_PATH")
+            if token && certificate {
+                throw UsageError("\(source) names both APNS_CERTIFICATE_PATH and APNS_KEY_* (certificate or token auth, not both); keep one")
+            }
+            if certificate { return .certificate }
+            if token { return .token }
+        }
+        if flags.password { throw UsageError("--certificate-password-file needs --certificate FILE.p12|FILE.pem") }
+        return .token       // and its error says what is missing
+    }
+
+    /// The certificate and its key, loaded and checked now (password, dates, key
+    /// against certificate): one line naming the file, never the password.
+    private static func certificate(path: String, passwordFile: String?) throws(UsageError) -> Credentials {
+        var password: String?
+        if let passwordFile {
+            let bytes: [UInt8]
+            do { bytes = try readSmallFile(passwordFile) } catch { throw UsageError(passwordFile, error.reason) }
+            // One line; its line break is not part of the password.
+            var text = bytes[...]
+            if text.last == 0x0A { text = text.dropLast() }
+            if text.last == 0x0D { text = text.dropLast() }
+            password = String(decoding: text, as: UTF8.self)
+            warnIfOthersCanRead(passwordFile)
+        }
+        let certificate: ClientCertificate
+        do { certificate = try ClientCertificate(contentsOf: path, password: password) } catch { throw UsageError(error.description) }
+        warnIfOthersCanRead(path)
+        return .certificate(certificate)
+    }
+
     /// A provider key signs for the whole team: say so when the file is open to
     /// group or others, but go on (the key works, and the run may be wanted).
     private static func warnIfOthersCanRead(_ path: String) {
@@ -227,7 +294,7 @@ struct Settings {
         Stderr.line("warning: \(path) is readable by group or others (mode \(mode)); chmod 600 it")
     }
 
-    private static func configuration(_ o: Options, credentials: Credentials,
+    static func configuration(_ o: Options, credentials: Credentials,
                                       endpoints: Endpoints) throws(UsageError) -> APNsClient.Configuration {
         var c = APNsClient.Configuration(credentials: credentials, environment: endpoints.environment)
         endpoints.apply(to: &c)
@@ -259,6 +326,19 @@ struct Settings {
             c.retry.maxAttempts = n + 1
         }
         return c
+    }
+
+    /// The proxy as given (`--proxy`, else APNS_PROXY in --config or the environment),
+    /// used for every endpoint; else https_proxy/HTTPS_PROXY with NO_PROXY, as curl reads
+    /// them. An explicit proxy ignores NO_PROXY: it was asked for by name.
+    private static func proxy(_ given: (source: String, url: String)?,
+                              environment: (String) -> String?) throws(UsageError) -> Proxy? {
+        do throws(Proxy.Error) {
+            if let given { return try Proxy(url: given.url) }
+            return try Proxy.fromEnvironment(environment)
+        } catch {
+            throw UsageError("\(given?.source ?? "https_proxy"): \(error.description)")
+        }
     }
 
     /// One of a fixed set of spellings, or an error listing them.
@@ -302,5 +382,18 @@ struct Endpoints {
     func apply(to c: inout APNsClient.Configuration) {
         c.sandboxEndpoint = overrides[.sandbox]
         c.productionEndpoint = overrides[.production]
+    }
+}
+
+extension Credentials {
+    /// The dry run's "auth" line: what was checked, never secret material.
+    func dryRunDescription(signatures: Int) -> String {
+        switch self {
+        case .token(let t):
+            return "ES256 provider token signed (kid \(t.keyID), iss \(t.teamID); \(signatures) signature\(signatures == 1 ? "" : "s"))"
+        case .certificate(let c):
+            let environments = [c.isForSandbox ? "sandbox" : nil, c.isForProduction ? "production" : nil].compactMap { $0 }
+            return "TLS client certificate for \(c.bundleID ?? "(no UID)") (\(environments.isEmpty ? "no APNs environment marked" : environments.joined(separator: " and ")); topics \(c.topics.joined(separator: ", ")))"
+        }
     }
 }

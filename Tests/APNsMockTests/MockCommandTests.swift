@@ -28,7 +28,7 @@ import TestSupport
         try "# gone\n\(Fixture.otherToken),1700000000000\n".write(to: unregistered, atomically: true, encoding: .utf8)
         let stats = dir.appendingPathComponent("stats.json").path
 
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["--port", "0", "--cert", pki.serverCertificate, "--key", pki.serverKey,
                              "--auth-key", pki.keyPath, "--team-id", pki.teamID, "--topic", pki.topic,

@@ -9,7 +9,7 @@ import Glibc
 /// but HTTP/1.x only (no ALPN h2), for the lifetime of this object.
 final class Http1OnlyServer: @unchecked Sendable {
     let port: UInt16
-    private let process = Process()
+    private let process = ChildProcess()
 
     private init() throws {
         let pki = TestPKI.shared

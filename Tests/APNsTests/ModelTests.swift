@@ -26,7 +26,7 @@ import Testing
 }
 
 @Suite struct ReasonTests {
-    /// APNS-PROTOCOL.md, "Response": every reason, spelled as on the wire.
+    /// APNS-PROTOCOL.md, "Response" and "Broadcast push (iOS 18)": every reason, spelled as on the wire.
     @Test func everyDocumentedReasonRoundTrips() {
         let documented = """
             BadCollapseId BadDeviceToken BadExpirationDate BadMessageId BadPriority BadTopic DeviceTokenNotForTopic \
@@ -34,7 +34,8 @@ import Testing
             BadCertificate BadCertificateEnvironment ExpiredProviderToken Forbidden InvalidProviderToken \
             MissingProviderToken UnrelatedKeyIdInToken BadEnvironmentKeyIdInToken BadEnvironmentKeyInToken BadPath \
             MethodNotAllowed Unregistered ExpiredToken PayloadTooLarge TooManyRequests TooManyProviderTokenUpdates \
-            InternalServerError ServiceUnavailable Shutdown
+            InternalServerError ServiceUnavailable Shutdown \
+            MissingChannelId BadChannelId ChannelNotRegistered CannotCreateChannelConfig FeatureNotEnabled
             """.split(separator: " ").map(String.init)
         #expect(documented.count == Reason.spellings.count)
         for name in documented {

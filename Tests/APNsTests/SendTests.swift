@@ -302,6 +302,26 @@ import Testing
         #expect(pulled.value == 1000)
         await client.shutdown()
     }
+
+    /// APNS-PROTOCOL.md: "SETTINGS_MAX_CONCURRENT_STREAMS is 1 until the first
+    /// successful request with token auth". When every answer is an error it stays 1,
+    /// and each request must still get its answer promptly on both transports (curl
+    /// once started a stream parked for that one slot only at its next 1 s poll, so a
+    /// batch of 200 ran out its request deadline and ended in status-0 records).
+    @Test(arguments: [Transport.nghttp2, .curl])
+    func oneStreamAtATimeStillAnswersEveryRequest(_ transport: Transport) async throws {
+        let mock = try Harness.mock()
+        let client = try Harness.client(mock, transport: transport, requestTimeout: .seconds(20))
+        let tokens = Harness.tokens(200)
+        let elsewhere = try APNs.Notification(topic: "com.example.not-this-app", payload: Harness.payload)
+        var results: [DeliveryResult] = []
+        for await r in client.send(elsewhere, to: tokens) { results.append(r) }
+        await client.shutdown()
+
+        #expect(results.count == tokens.count)
+        #expect(results.allSatisfy { $0.status == 400 }, "every request answered, none timed out")
+        #expect(mock.statistics().maxConcurrentStreamsSeen <= 1)
+    }
 }
 
 final class Counter: @unchecked Sendable {
@@ -333,12 +353,13 @@ enum Harness {
     }
 
     static func client(port: UInt16, transport: Transport, caFile: String? = TestPKI.shared.caFile,
-                       maxInFlight: Int = 1000, requestTimeout: Duration = .seconds(10)) throws -> APNsClient {
+                       maxInFlight: Int = 1000, requestTimeout: Duration = .seconds(10),
+                       connectTimeout: Duration = .seconds(2)) throws -> APNsClient {
         let pki = TestPKI.shared
         let credentials = try Credentials(key: SigningKey(contentsOf: pki.keyPath), keyID: pki.keyID, teamID: pki.teamID)
         return try APNsClient(configuration: .init(
             credentials: credentials, environment: .custom(host: "127.0.0.1", port: Int(port)), caFile: caFile,
-            transport: transport, maxInFlight: maxInFlight, connectTimeout: .seconds(2),
+            transport: transport, maxInFlight: maxInFlight, connectTimeout: connectTimeout,
             requestTimeout: requestTimeout, retry: retry))
     }
 

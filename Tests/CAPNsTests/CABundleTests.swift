@@ -9,14 +9,16 @@ import Glibc
 #endif
 
 /// ca_file is trusted "on top of the system's" (capns.h), on both transports. The test
-/// cannot add a CA to the machine's bundle, so it names this process's system bundle
-/// the way OpenSSL lets a process do it, SSL_CERT_FILE (the nghttp2 transport's
+/// cannot add a CA to the machine's bundle, so it names a process's system bundle the
+/// way OpenSSL lets a process do it, SSL_CERT_FILE (the nghttp2 transport's
 /// SSL_CTX_set_default_verify_paths reads it; the curl transport reads the same file):
-/// a second CA, which signed the mock's certificate here. ca_file is the test CA, which
-/// did not. The request must verify through the "system" CA while ca_file is set:
-/// with CURLOPT_CAINFO curl trusted ca_file instead of the system's bundle and failed.
-@Suite(.serialized) struct CABundleTests {
-    /// The "system" CA and a mock certificate it signed for 127.0.0.1; SSL_CERT_FILE set once.
+/// a second CA, which signed the mock's certificate here. ca_file (`--cacert`) is the
+/// test CA, which did not. The request must verify through the "system" CA while
+/// ca_file is set: with CURLOPT_CAINFO curl trusted ca_file instead of the system's
+/// bundle and failed. The variable is given to an `apns-send` child only: setting it
+/// in this process raced other tests' process spawns, which copy the environment.
+@Suite struct CABundleTests {
+    /// The "system" CA and a mock certificate it signed for 127.0.0.1.
     static let systemSigned: (ca: String, key: String, certificate: String)? = {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("capns-sysca-\(UUID())").path
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -30,9 +32,26 @@ import Glibc
             "-addext", "basicConstraints=critical,CA:FALSE", "-addext", "extendedKeyUsage=serverAuth",
             "-CA", dir + "/ca.crt", "-CAkey", dir + "/ca.key", "-keyout", dir + "/srv.key", "-out", dir + "/srv.crt"])
         guard ca.status == 0, leaf.status == 0 else { return nil }
-        setenv("SSL_CERT_FILE", dir + "/ca.crt", 1)
         return (dir + "/ca.crt", dir + "/srv.key", dir + "/srv.crt")
     }()
+
+    /// `apns-send` with SSL_CERT_FILE naming the stand-in system CA and `--cacert`
+    /// the test CA: two tokens to the mock, its records and exit status.
+    static func send(port: UInt16, transport: Transport, systemCA: String) async throws -> ProcessResult {
+        let pki = TestPKI.shared
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("capns-sysca-run-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try #"{"aps":{"alert":"ca bundle"}}"#.write(toFile: dir + "/payload.json", atomically: true, encoding: .utf8)
+        try (String(repeating: "a", count: 64) + "\n" + String(repeating: "b", count: 64) + "\n")
+            .write(toFile: dir + "/tokens.txt", atomically: true, encoding: .utf8)
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") && !$0.key.lowercased().hasSuffix("_proxy") }
+        env["SSL_CERT_FILE"] = systemCA
+        return await run(Package.executable("apns-send"), [
+            "--topic", pki.topic, "--key", pki.keyPath, "--key-id", pki.keyID, "--team-id", pki.teamID,
+            "--endpoint", "https://127.0.0.1:\(port)", "--cacert", pki.caFile,
+            "--transport", transport.rawValue, dir + "/payload.json", dir + "/tokens.txt",
+        ], environment: env, timeout: 60)
+    }
 
     @Test("A server signed by a system CA verifies while ca_file names another CA", arguments: Transport.allCases)
     func systemAndExtra(transport: Transport) async throws {
@@ -43,23 +62,20 @@ import Glibc
             cfg.cert_file = UnsafePointer(cert)
             cfg.key_file = UnsafePointer(key)
         }
-        let sender = try TestSender(transport, port: mock.port, caFile: TestPKI.shared.caFile,
-                                    topic: TestPKI.shared.topic, providerToken: try InProcessMock.providerToken())
-        let (completions, _) = await sender.run(count: 2, seconds: 20)
+        let result = try await Self.send(port: mock.port, transport: transport, systemCA: signed.ca)
         _ = await mock.stop()
-        expectEachTagOnce(completions, 2)
-        #expect(completions.allSatisfy { $0.outcome == CAPNS_ANSWERED && $0.status == 200 },
-                "\(completions.map(\.error))")
+        #expect(result.status == 0, "\(result.stderr)")
+        let records = result.stdout.split(separator: "\n")
+        #expect(records.count == 2 && records.allSatisfy { $0.contains(#""status":200"#) }, "\(result.stdout)")
     }
 
     @Test("ca_file alone still verifies the test CA's server", arguments: Transport.allCases)
     func extraOnly(transport: Transport) async throws {
-        _ = Self.systemSigned
+        let signed = try #require(Self.systemSigned, "openssl could not make the stand-in system CA")
         let mock = try InProcessMock()
-        let sender = try TestSender(transport, mock: mock)
-        let (completions, _) = await sender.run(count: 2, seconds: 20)
+        let result = try await Self.send(port: mock.port, transport: transport, systemCA: signed.ca)
         _ = await mock.stop()
-        #expect(completions.allSatisfy { $0.outcome == CAPNS_ANSWERED && $0.status == 200 },
-                "\(completions.map(\.error))")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.split(separator: "\n").count == 2, "\(result.stdout)")
     }
 }

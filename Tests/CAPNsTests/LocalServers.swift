@@ -12,7 +12,7 @@ import Glibc
 final class ServerProcess: @unchecked Sendable {
     let port: UInt16
     let log: URL
-    private let process = Process()
+    private let process = ChildProcess()
 
     init(_ path: String, _ arguments: [String], port: UInt16) throws {
         self.port = port
@@ -135,7 +135,7 @@ final class SilentListener: SilentServer, @unchecked Sendable {
 /// never answers (no SETTINGS either). Its stdin stays open: at end of input it would quit.
 final class SilentH2Server: SilentServer, @unchecked Sendable {
     let port = freePort()
-    private let process = Process()
+    private let process = ChildProcess()
     private let input = Pipe()
 
     init() throws {

@@ -40,8 +40,11 @@ enum CLI {
         await TestSupport.run(binary, arguments, environment: cleanEnvironment().merging(environment) { $1 }, timeout: 60)
     }
 
+    /// Without APNS_* and the proxy variables apns-send reads (a CI machine's proxy
+    /// must not come between a test and its mock on loopback).
     static func cleanEnvironment() -> [String: String] {
-        ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }
+        let proxyVariables: Set = ["https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY"]
+        return ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") && !proxyVariables.contains($0.key) }
     }
 
     /// Deterministic, distinct, well-formed device tokens (TestSupport's).
@@ -122,7 +125,7 @@ struct Record {
 
 /// apns-send as a child process that a test can stop with a signal.
 final class SendProcess: @unchecked Sendable {
-    private let process = Process()
+    private let process = ChildProcess()
     private let errPipe = Pipe()
 
     init(_ arguments: [String]) throws {

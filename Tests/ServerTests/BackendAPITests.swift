@@ -169,4 +169,43 @@ import TestSupport
         #expect(await WorkerTests.tokenCount(server, user: "b3") == 0, "one bad entry: nothing stored")
         #expect(await server.request("POST", "/v1/device-tokens", body: "{}", bearer: nil).status == 401)
     }
+
+    /// A big fan-out is read a page at a time: `limit` (default 1,000) and the
+    /// previous page's `next`; the summary counts every delivery on every page.
+    @Test func theLogOfANotificationIsReadInPages() async throws {
+        let production = try Harness.mock(sandbox: false)
+        defer { production.stop() }
+        let server = ServerProcess(sandbox: nil, production: production)
+        try await server.start()
+        defer { Task { await server.stop() } }
+        let tokens = Harness.tokens(25, seed: 41)
+        for (i, token) in tokens.enumerated() { await Self.register(server, user: "p\(i)", token: token, company: "pages") }
+        let sent = await server.backend("POST", "/v1/notifications",
+            #"{"type":"x","app_type":"staff","company_id":"pages","alert":{"title":"t","body":"b"}}"#)
+        #expect(sent.status == 202)
+        try await server.drained()
+        let id = try #require(sent.json["notification_id"] as? String)
+
+        var seen: [String] = [], after: String?, pages = 0
+        repeat {
+            let page = await server.backend("GET", "/v1/notifications/\(id)?limit=10" + (after.map { "&after=\($0)" } ?? ""), nil)
+            #expect(page.status == 200)
+            let body = page.json
+            let deliveries = try #require(body["deliveries"] as? [[String: Any]])
+            #expect((body["summary"] as? [String: Int])?["delivered"] == 25, "the summary counts them all")
+            seen += deliveries.compactMap { $0["token"] as? String }
+            after = body["next"] as? String
+            pages += 1
+            #expect(deliveries.count == (after == nil ? 5 : 10))
+        } while after != nil && pages < 10
+        #expect(pages == 3)
+        #expect(seen.count == 25 && Set(seen) == Set(tokens), "every delivery once, across the pages")
+
+        let whole = await server.backend("GET", "/v1/notifications/\(id)", nil).json
+        #expect((whole["deliveries"] as? [Any])?.count == 25 && whole["next"] == nil, "one page by default under 1,000")
+        for bad in ["limit=0", "limit=10001", "limit=x", "after=-1", "after=x"] {
+            let r = await server.backend("GET", "/v1/notifications/\(id)?\(bad)", nil)
+            #expect(r.status == 400, "\(bad) → \(r.status) \(r.body)")
+        }
+    }
 }

@@ -56,11 +56,42 @@ import TestSupport
         #expect(short.status == 2 && short.stderr.contains("shorter than 32 bytes") && !short.stderr.contains("tiny-secret"))
     }
 
+    /// Quiet hours, batching and the test clock: a bad value stops the start with one line.
+    @Test func badQuietHoursAndBatchingConfigsExit2() async throws {
+        let server = ServerProcess(sandbox: nil, production: nil)
+        let team = "team_id: \(Harness.pki.teamID)"
+        func app(_ lines: String) -> [(String, String)] { [(team, team + "\n" + lines)] }
+        let cases: [(String, [(String, String)], String)] = [
+            ("quiet_hours", app("    quiet_hours: loud"), "apps[0].quiet_hours must be silent or defer, not 'loud'"),
+            ("window", app("    types:\n      jobUpdate: {coalesce: {window_seconds: 0}}"),
+             "apps[0].types.jobUpdate.coalesce.window_seconds must be an integer in 1...86400"),
+            ("no window", app("    types:\n      jobUpdate: {coalesce: {summary: \"{count} updates\"}}"),
+             "apps[0].types.jobUpdate.coalesce.window_seconds is required"),
+            ("template", app("    types:\n      jobUpdate: {coalesce: {window_seconds: 60, summary: \"{cnt} updates\"}}"),
+             "apps[0].types.jobUpdate.coalesce.summary: unknown field {cnt}"),
+            ("critical", app("    types:\n      jobUpdate: {critical: maybe}"), "apps[0].types.jobUpdate.critical must be true or false"),
+            ("type key", app("    types:\n      jobUpdate: {batch: 5}"), "unknown key apps[0].types.jobUpdate.batch"),
+            ("clock", [("log_level: warning", "log_level: warning\ntest_clock_file: clock")],
+             "test_clock_file is for tests only: it is refused unless APNS_SERVER_TEST_CLOCK=1"),
+        ]
+        for (name, replace, expected) in cases {
+            let path = try Self.config(server, replace)
+            let r = await Self.run(["--config", path])
+            #expect(r.status == 2, "\(name): \(r.status) \(r.stderr)")
+            #expect(r.stderr.split(separator: "\n").count == 1, "\(name): one line, not \(r.stderr)")
+            #expect(r.stderr.hasPrefix("apns-server: ") && r.stderr.contains(expected), "\(name): \(r.stderr)")
+        }
+        // Allowed by the environment, the clock file must still be there.
+        let path = try Self.config(server, [("log_level: warning", "log_level: warning\ntest_clock_file: no-clock")])
+        let r = await Self.run(["--config", path], environment: ["APNS_SERVER_TEST_CLOCK": "1"])
+        #expect(r.status == 2 && r.stderr.contains("test_clock_file: cannot read") && r.stderr.contains("no-clock"), "\(r.stderr)")
+    }
+
     @Test func environmentOverridesListenAndDatabase() async throws {
         let server = ServerProcess(sandbox: nil, production: nil)
         let port = freePort()
         let db = server.scratch.path("other/db.sqlite")
-        let p = Process()
+        let p = ChildProcess()
         p.executableURL = URL(fileURLWithPath: Harness.binary)
         p.arguments = ["--config", server.configPath]
         p.environment = ProcessInfo.processInfo.environment.merging(

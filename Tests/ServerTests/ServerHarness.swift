@@ -72,10 +72,11 @@ final class ServerProcess: @unchecked Sendable {
     let port: UInt16
     let configPath: String
     var databasePath: String { scratch.path("var/apns.db") }
-    private var process: Process?
+    private var process: ChildProcess?
     private var stderrPath: String { scratch.path("stderr.log") }
     let sandbox: MockServer?
     let production: MockServer?
+    private let testClock: Bool
 
     struct Options {
         var leaseSeconds = 30
@@ -84,6 +85,12 @@ final class ServerProcess: @unchecked Sendable {
         var extraTopLevel = ""
         var maxAttempts = 25
         var backoffBaseMillis = 200
+        /// More apps after staff and customer: (app_type, their other lines, each
+        /// indented four spaces), on the same key and mocks.
+        var extraApps: [(appType: String, lines: String)] = []
+        /// "Now" from this file (see `TestClock`); the server is started with
+        /// APNS_SERVER_TEST_CLOCK=1.
+        var testClockFile: String?
     }
 
     init(sandbox: MockServer?, production: MockServer?, options: Options = Options()) {
@@ -102,6 +109,18 @@ final class ServerProcess: @unchecked Sendable {
             return lines.joined(separator: "\n")
         }
         let prefs = Harness.preferences.map { "      \($0.0): \($0.1 ?? "null")" }.joined(separator: "\n")
+        let extraApps = options.extraApps.map { app in
+            """
+              - app_type: \(app.appType)
+                topic: \(pki.topic)
+                key: \(pki.keyPath)
+                key_id: \(pki.keyID)
+                team_id: \(pki.teamID)
+            \(endpoints("    "))
+            \(app.lines)
+            """
+        }.joined(separator: "\n")
+        testClock = options.testClockFile != nil
         let yaml = """
             listen: 127.0.0.1:\(port)
             database: sqlite:var/apns.db
@@ -115,6 +134,7 @@ final class ServerProcess: @unchecked Sendable {
               max_attempts: \(options.maxAttempts)
               backoff_base_ms: \(options.backoffBaseMillis)
             \(options.extraTopLevel)
+            \(options.testClockFile.map { "test_clock_file: \($0)" } ?? "")
             apps:
               - app_type: staff
                 topic: \(pki.topic)
@@ -133,16 +153,18 @@ final class ServerProcess: @unchecked Sendable {
                 preferences:
                   order_status_changed: orderStatusChanged
                   quote_approved: quoteApproved
+            \(extraApps)
             """
         configPath = scratch.file("apns-server.yaml", yaml)
     }
 
     /// Starts the server and waits until it accepts connections.
     func start(environment: [String: String] = [:]) async throws {
-        let p = Process()
+        let p = ChildProcess()
         p.executableURL = URL(fileURLWithPath: Harness.binary)
         p.arguments = ["--config", configPath]
         p.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }
+            .merging(testClock ? ["APNS_SERVER_TEST_CLOCK": "1"] : [:]) { $1 }
             .merging(environment) { $1 }
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
         let err = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))

@@ -4,10 +4,9 @@ import Foundation
 import Glibc
 #endif
 
-/// A port nothing listens on right now (the kernel's pick; a tiny race is acceptable in tests).
-public func freePort() -> UInt16 {
+/// A TCP socket bound to a port of the kernel's choice on 127.0.0.1, not yet listening.
+public func boundLoopbackSocket() -> (fd: Int32, port: UInt16) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
     var addr = sockaddr_in()
     addr.sin_family = sa_family_t(AF_INET)
     addr.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -18,7 +17,14 @@ public func freePort() -> UInt16 {
     _ = withUnsafeMutablePointer(to: &addr) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
     }
-    return UInt16(bigEndian: addr.sin_port)
+    return (fd, UInt16(bigEndian: addr.sin_port))
+}
+
+/// A port nothing listens on right now (the kernel's pick; a tiny race is acceptable in tests).
+public func freePort() -> UInt16 {
+    let (fd, port) = boundLoopbackSocket()
+    close(fd)
+    return port
 }
 
 /// A loopback port that refuses connections for as long as this object lives: bound,
@@ -30,19 +36,7 @@ public final class ClosedPort: @unchecked Sendable {
     private let fd: Int32
 
     public init() {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) }
-        }
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
-        }
-        port = UInt16(bigEndian: addr.sin_port)
-        self.fd = fd
+        (fd, port) = boundLoopbackSocket()
     }
 
     deinit { close(fd) }

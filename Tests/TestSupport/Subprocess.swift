@@ -10,7 +10,7 @@ public struct ProcessResult: Sendable {
 /// when given, else /dev/null. Safe for large outputs (both pipes drained concurrently).
 public func runSync(_ path: String, _ arguments: [String], environment: [String: String]? = nil,
                     stdin: Data? = nil, timeout: TimeInterval = 120) -> ProcessResult {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     if let environment { process.environment = environment }

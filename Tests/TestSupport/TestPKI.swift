@@ -53,3 +53,42 @@ public enum Package {
         root.appendingPathComponent(relative).path
     }
 }
+
+/// Client certificates for certificate auth, issued once per test process by
+/// `scripts/gen-client-certs.sh` from `TestPKI`'s CA, shaped like Apple Push Services
+/// certificates (subject UID = the bundle id, Apple's environment extensions). File
+/// names: sandbox.p12 (password), sandbox.pem, encrypted.pem (password),
+/// production.pem, legacy.p12, universal.pem (both environments, topic extension
+/// with `extraTopic`), other.pem (UID `otherTopic`), expired.p12 / expired.pem,
+/// mismatch.pem, unmarked.pem (no environment extension), wrongca.pem.
+public struct ClientPKI: Sendable {
+    public let directory: URL
+    /// The certificates' bundle id: `TestPKI.topic`.
+    public let topic: String
+    /// A topic only universal.pem's topic extension lists.
+    public let extraTopic: String
+    /// other.pem's UID: an app the other certificates do not cover.
+    public let otherTopic: String
+    /// sandbox.p12's, encrypted.pem's and expired.p12's password (also in password.txt).
+    public let password = "correct horse battery staple"
+
+    public func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+    public var passwordFile: String { path("password.txt") }
+    public var wrongPasswordFile: String { path("wrong-password.txt") }
+
+    public static let shared: ClientPKI = {
+        let pki = TestPKI.shared
+        let script = Package.root.appendingPathComponent("scripts/gen-client-certs.sh").path
+        let result = runSync("/bin/bash", [script, pki.directory.path, pki.topic])
+        precondition(result.status == 0, "gen-client-certs.sh failed: \(result.stderr)")
+        let dir = pki.directory.appendingPathComponent("client")
+        let ids = (try? String(contentsOf: dir.appendingPathComponent("ids.env"), encoding: .utf8)) ?? ""
+        var values: [String: String] = [:]
+        for line in ids.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { values[String(parts[0])] = String(parts[1]) }
+        }
+        return ClientPKI(directory: dir, topic: pki.topic, extraTopic: values["EXTRA_TOPIC"]!,
+                         otherTopic: values["OTHER_TOPIC"]!)
+    }()
+}

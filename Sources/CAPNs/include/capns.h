@@ -50,6 +50,48 @@ void capns_key_free(capns_key *key);
 int capns_jwt_sign(const capns_key *key, const char *key_id, const char *team_id,
                    int64_t iat, char *out, size_t outlen, char *err, size_t errlen);
 
+/* ------------------------------------- client certificate (certificate auth) */
+
+/* Certificate-based trust (APNS-PROTOCOL.md, "Certificate-based trust"): the TLS
+ * client certificate identifies the app and no authorization header is sent. A
+ * capns_identity is the certificate, its private key and any chain certificates,
+ * loaded and checked once; immutable, reference counted, shareable by senders. */
+typedef struct capns_identity capns_identity;
+
+/* Why a load failed (*why); the err line says it in words, never the password. */
+typedef enum {
+    CAPNS_IDENTITY_UNREADABLE = 1,      /* cannot open or read the file */
+    CAPNS_IDENTITY_MALFORMED = 2,       /* not PKCS#12, nor PEM holding a certificate and a key */
+    CAPNS_IDENTITY_BAD_PASSWORD = 3,    /* wrong password, or none given for an encrypted file */
+    CAPNS_IDENTITY_EXPIRED = 4,         /* notAfter has passed */
+    CAPNS_IDENTITY_NOT_YET_VALID = 5,   /* notBefore is still ahead */
+    CAPNS_IDENTITY_KEY_MISMATCH = 6,    /* the private key is not the certificate's */
+} capns_identity_error;
+
+/* Environments the certificate is for, from Apple's extensions
+ * 1.2.840.113635.100.6.3.1 (development) and .2 (production). */
+#define CAPNS_IDENTITY_SANDBOX 1
+#define CAPNS_IDENTITY_PRODUCTION 2
+
+/* Loads a PKCS#12 (.p12, DER) or PEM file (certificate and private key in one
+ * file, the key optionally encrypted). password may be NULL (none, or empty).
+ * Returns NULL with *why (when why is not NULL) and err set. */
+capns_identity *capns_identity_load_file(const char *path, const char *password, int *why,
+                                         char *err, size_t errlen);
+void capns_identity_retain(capns_identity *id);
+void capns_identity_release(capns_identity *id);
+
+/* The subject's UID (the bundle id), "" when it has none. */
+const char *capns_identity_uid(const capns_identity *id);
+/* Topics the certificate covers: the UID, UID.voip and UID.complication, then
+ * the strings of Apple's topic extension 1.2.840.113635.100.6.3.6; no repeats. */
+size_t capns_identity_topic_count(const capns_identity *id);
+const char *capns_identity_topic(const capns_identity *id, size_t i);
+/* CAPNS_IDENTITY_SANDBOX | CAPNS_IDENTITY_PRODUCTION bits; 0 when neither is marked. */
+int capns_identity_environments(const capns_identity *id);
+/* notAfter, UNIX seconds. */
+int64_t capns_identity_not_after(const capns_identity *id);
+
 /* ------------------------------------------------------------- messages */
 
 /* What every request of one send shares: headers and payload. Immutable once
@@ -64,7 +106,16 @@ typedef struct {
     const char *collapse_id;    /* apns-collapse-id; NULL omits the header */
     const uint8_t *payload;     /* request body, sent as given */
     size_t payload_len;
+
+    /* Broadcast push (iOS 18). When channel_id is set, every request of the
+     * message goes to /4/broadcasts/apps/<topic> (topic is then the plain bundle
+     * id, at most CAPNS_BUNDLE_MAX bytes) with apns-channel-id, no apns-topic,
+     * and the request's apns_id sent as apns-request-id; its token is unused
+     * (pass ""). The completion's apns_id holds the answer's apns-request-id. */
+    const char *channel_id;     /* NULL: a device push to /3/device/<token> */
 } capns_message_spec;
+
+#define CAPNS_BUNDLE_MAX 255
 
 /* 1 when s can be an HTTP header value as given: no control character (a byte
  * below 0x20, or 0x7f). A CR or LF in a value would let a caller's text end the
@@ -72,8 +123,9 @@ typedef struct {
  * injection); HTTP/2 peers refuse such a value anyway, as a stream error. */
 int capns_header_value_ok(const char *s);
 
-/* Copies everything in spec. Returns NULL with errno EINVAL when topic, push_type
- * or collapse_id fails capns_header_value_ok (nothing is sent), or with errno
+/* Copies everything in spec. Returns NULL with errno EINVAL when topic, push_type,
+ * collapse_id or channel_id fails capns_header_value_ok, or a broadcast's topic is
+ * empty, longer than CAPNS_BUNDLE_MAX or has a '/' (nothing is sent), or with errno
  * ENOMEM when out of memory. */
 capns_message *capns_message_create(const capns_message_spec *spec);
 void capns_message_retain(capns_message *m);
@@ -141,6 +193,21 @@ typedef struct {
     int ping_interval_ms;       /* PING a connection idle this long; 0 = never */
     capns_completion_fn on_complete;
     void *ctx;
+    /* HTTP CONNECT proxy (RFC 9110 §9.3.6). With proxy_host set, every connection is
+     * TCP to the proxy, "CONNECT host:port" through it, then TLS with host inside the
+     * tunnel, verified against host as always (the proxy sees host and port only). A
+     * proxy that answers anything but 2xx fails the connection: CONNECT_FAILED with
+     * "proxy P:N refused CONNECT: 407 Proxy Authentication Required". Read only during
+     * capns_sender_create (copied); the password never appears in an error. With no
+     * proxy, none is used: the environment (https_proxy, ...) is never read. */
+    const char *proxy_host;     /* NULL or "" = connect directly */
+    uint16_t proxy_port;
+    const char *proxy_username; /* Basic credentials; NULL = none. No ':', no control character */
+    const char *proxy_password; /* NULL = "" */
+    /* certificate auth */
+    const capns_identity *identity;   /* TLS client certificate presented on every connection
+                                         (retained by the sender); NULL for token auth. Use one
+                                         or the other: with an identity, set no authorization */
 } capns_sender_config;
 
 typedef struct capns_sender capns_sender;
@@ -188,6 +255,51 @@ void capns_sender_get_stats(capns_sender *s, capns_sender_stats *out);
 /* Stops the thread. Requests not yet answered complete as CANCELLED through the
  * callback before this returns. Callers wanting a drain wait for completions first. */
 void capns_sender_destroy(capns_sender *s);
+
+/* ------------------------------------ broadcast channel management (iOS 18) */
+
+/* Channel management (create, read, delete, list) lives on its own host
+ * (api-manage-broadcast.push.apple.com:2196, sandbox ...sandbox...:2195), is
+ * rare, and needs answer bodies and headers the sender's completions do not
+ * carry. A capns_manager sends one request at a time over one HTTP/2 (TLS,
+ * peer verification always on) connection it keeps between calls, with
+ * libcurl's easy interface. Calls block; callers keep them off async threads.
+ * Thread-safe: calls are serialized. */
+typedef struct capns_manager capns_manager;
+
+typedef struct {
+    const char *host;
+    uint16_t port;
+    const char *ca_file;        /* extra trusted CA (PEM) on top of the system's; NULL for none */
+    int connect_timeout_ms;
+    int request_timeout_ms;     /* 0 = none (not recommended) */
+} capns_manager_config;
+
+#define CAPNS_MANAGER_BODY_MAX (4u << 20)   /* an answer longer than this is an error */
+#define CAPNS_CHANNEL_ID_MAX 128
+
+typedef struct {
+    int32_t status;             /* HTTP status; 0 = no answer, see error */
+    char request_id[CAPNS_UUID_LEN + 1];        /* apns-request-id, or "" */
+    char channel_id[CAPNS_CHANNEL_ID_MAX];      /* apns-channel-id of a create, or "" */
+    char reason[64];            /* an error body's "reason", or "" */
+    char error[192];            /* why there is no answer; names the endpoint */
+    char *body;                 /* the body, NUL-terminated, or NULL; capns_manager_response_free */
+    size_t body_len;
+} capns_manager_response;
+
+capns_manager *capns_manager_create(const capns_manager_config *cfg, char *err, size_t errlen);
+
+/* One request: method "POST", "GET" or "DELETE"; path as sent; jwt without
+ * "bearer "; channel_id and request_id NULL to omit their headers; body NULL
+ * for none. Returns 0 when an answer came (out->status), -1 otherwise (errno
+ * EINVAL for a header value failing capns_header_value_ok, out->error says why
+ * for the rest). out is always filled and must be freed. */
+int capns_manager_request(capns_manager *mg, const char *method, const char *path, const char *jwt,
+                          const char *channel_id, const char *request_id, const uint8_t *body,
+                          size_t body_len, capns_manager_response *out);
+void capns_manager_response_free(capns_manager_response *r);
+void capns_manager_destroy(capns_manager *mg);
 
 #ifdef __cplusplus
 }

@@ -58,6 +58,15 @@
  * connection's current token was first used -> 429 TooManyProviderTokenUpdates
  * (the connection keeps its token). Verified tokens are cached by their text.
  *
+ * Certificates (client_ca_file set): the mock asks for a client certificate in
+ * every handshake and judges it per request, at step 6, when the request has no
+ * authorization header (with one, the token is judged and the certificate
+ * ignored): 403 BadCertificate (not trusted by client_ca_file, out of its dates,
+ * or no Apple environment extension), 403 BadCertificateEnvironment (sandbox
+ * certificate on a production mock or the reverse), 400 TopicDisallowed (topic
+ * not the subject UID, UID.voip, UID.complication or one listed in the topic
+ * extension 1.2.840.113635.100.6.3.6). No apns-topic: the UID is the topic.
+ *
  * Streams: the initial SETTINGS say MAX_CONCURRENT_STREAMS 1 (initial_streams,
  * for tests whose client sends a burst before reading SETTINGS); the first 200
  * on a connection is followed by SETTINGS raising it to max_streams, as APNs
@@ -91,6 +100,28 @@
  * Determinism: every random choice (fault, jitter, generated apns-id) comes
  * from a generator per connection seeded by (seed, connection number), drawn
  * in request order; one connection with one stream at a time replays exactly.
+ *
+ * Broadcast channels (iOS 18), served on the same port as device pushes:
+ *   POST   /1/apps/<bundle>/channels      body {"message-storage-policy":0|1,
+ *          "push-type":"LiveActivity"} -> 201, apns-channel-id (base64 of 16
+ *          bytes); the bundle's channel_limit-th + 1 -> 400 CannotCreateChannelConfig;
+ *          another push-type -> 400 InvalidPushType; another body -> 400 BadPayload.
+ *   GET    /1/apps/<bundle>/channels      apns-channel-id -> 200
+ *          {"message-storage-policy":N,"push-type":"LiveActivity"}
+ *   DELETE /1/apps/<bundle>/channels      apns-channel-id -> 204
+ *   GET    /1/apps/<bundle>/all-channels  -> 200 {"channels":["id",...]}
+ *   POST   /4/broadcasts/apps/<bundle>    apns-channel-id, apns-push-type
+ *          liveactivity (else 400 InvalidPushType), apns-priority 10/5/1,
+ *          apns-expiration (0 required when the channel stores nothing, else
+ *          400 BadExpirationDate), payload 1..5120 bytes (413 PayloadTooLarge)
+ *          and a JSON object -> 200 with apns-unique-id.
+ *   For all of them, in order: 405 MethodNotAllowed (another method), 400
+ *   DuplicateHeaders, the provider token checks above, 400 TopicDisallowed
+ *   (bundle not configured), 400 FeatureNotEnabled (broadcast_disabled), then
+ *   400 MissingChannelId (no apns-channel-id where one is needed), 400
+ *   BadChannelId (not base64, or longer than 63 bytes), 400 ChannelNotRegistered
+ *   (no such channel for this bundle). Every answer carries apns-request-id (the
+ *   client's valid one echoed, else a fresh UUID); errors a JSON {"reason"}.
  *
  * Recording keeps, per request, the method, path, every non-pseudo header in
  * order, the body (up to 5121 bytes: one past the largest payload APNs takes),
@@ -153,6 +184,12 @@ typedef struct {
     uint64_t seed;
     int threads;                /* event-loop threads, SO_REUSEPORT listeners; 0 = 1 */
     int no_ping_ack;            /* never acknowledge a client's PING (a half-dead peer) */
+    /* certificate auth */
+    const char *client_ca_file; /* PEM: ask clients for a certificate and trust those it
+                                   issued; NULL = token auth only. See "Certificates" above */
+    /* Broadcast channels (iOS 18); see "Broadcast channels" above. */
+    uint32_t channel_limit;     /* channels per bundle id; 0 = 10,000 (Apple's) */
+    int broadcast_disabled;     /* every channel and broadcast request: 400 FeatureNotEnabled */
 } capns_mock_config;
 
 typedef struct capns_mock capns_mock;
@@ -217,6 +254,10 @@ typedef struct {
     uint64_t streams_over_limit;        /* HEADERS above an acknowledged limit (connection error) */
     uint64_t max_streams_restored;      /* most concurrent streams on one connection once a
                                            settings drop was restored and acknowledged */
+    uint64_t channels_current;          /* broadcast channels that exist now, every bundle */
+    uint64_t channels_created;
+    uint64_t channels_deleted;
+    uint64_t channels_refused;          /* creates over the limit (CannotCreateChannelConfig) */
 } capns_mock_stats;
 
 void capns_mock_get_stats(capns_mock *m, capns_mock_stats *out);

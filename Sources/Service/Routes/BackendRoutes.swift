@@ -72,16 +72,37 @@ struct BackendRoutes: Sendable {
         return JSONResponse.make(.accepted, result.json)
     }
 
+    /// Deliveries come a page at a time (`?limit=`, default 1,000, at most 10,000;
+    /// `?after=` the previous page's `next`), so a 100k fan-out is never one answer;
+    /// the summary always counts them all.
+    static let defaultPageSize = 1_000
+    static let maxPageSize = 10_000
+
     @Sendable func notification(_ request: Request, context: ServiceContext) async throws -> Response {
         let id = context.parameters.get("id") ?? ""
-        let body = try await BackendRoutes.notificationJSON(store, id: id)
+        let query = request.uri.queryParameters
+        var limit = BackendRoutes.defaultPageSize
+        if let text = query["limit"] {
+            guard let n = Int(String(text)), (1...BackendRoutes.maxPageSize).contains(n) else {
+                throw APIError.badRequest("limit must be an integer from 1 to \(BackendRoutes.maxPageSize)")
+            }
+            limit = n
+        }
+        var after: Int64?
+        if let text = query["after"] {
+            guard let n = Int64(String(text)), n >= 0 else {
+                throw APIError.badRequest("after must be the 'next' of a previous page")
+            }
+            after = n
+        }
+        let body = try await BackendRoutes.notificationJSON(store, id: id, limit: limit, after: after)
         guard let body else { throw APIError.notFound("notification not found") }
         return JSONResponse.ok(body)
     }
 
-    static func notificationJSON(_ store: any DeliveryStore, id: String) async throws -> JSON? {
+    static func notificationJSON(_ store: any DeliveryStore, id: String, limit: Int, after: Int64?) async throws -> JSON? {
         do {
-            guard let view = try await store.notification(id: id) else { return nil }
+            guard let view = try await store.notification(id: id, limit: limit, after: after) else { return nil }
             return json(view)
         } catch {
             throw error
@@ -91,22 +112,22 @@ struct BackendRoutes: Sendable {
     // Built outside the async handler: Swift 6.3's optimizer crashed splitting the
     // handler's coroutine with this literal inside it (release builds only).
     static func json(_ view: NotificationView) -> JSON {
-        var pending = 0, delivered = 0, failed = 0
-        for d in view.deliveries {
-            switch d.state {
-            case "delivered": delivered += 1
-            case "failed": failed += 1
-            default: pending += 1
-            }
-        }
+        let delivered = view.counts["delivered", default: 0], failed = view.counts["failed", default: 0]
+        let batched = view.counts["batched", default: 0], superseded = view.counts["superseded", default: 0]
+        let pending = view.counts.values.reduce(0, +) - delivered - failed - batched - superseded
+        var summary: [(String, JSON)] = [("pending", .int(pending)), ("delivered", .int(delivered)), ("failed", .int(failed))]
+        // Only when there are some: a notification without quiet hours or batching
+        // keeps the summary issue #10 defined.
+        if batched > 0 { summary.append(("batched", .int(batched))) }
+        if superseded > 0 { summary.append(("superseded", .int(superseded))) }
         return .object([
             ("notification_id", .string(view.id)),
             ("type", .string(view.type)),
             ("entity_id", view.entityID.map(JSON.string) ?? .null),
             ("created_at", Clock.json(view.createdAt)),
-            ("summary", .object([("pending", .int(pending)), ("delivered", .int(delivered)), ("failed", .int(failed))])),
+            ("summary", .object(summary)),
             ("deliveries", .array(view.deliveries.map(BackendRoutes.json))),
-        ])
+        ] + (view.next.map { [("next", JSON.string(String($0)))] } ?? []))
     }
 
     @Sendable func delivery(_ request: Request, context: ServiceContext) async throws -> Response {
@@ -121,7 +142,7 @@ struct BackendRoutes: Sendable {
     }
 
     static func json(_ d: DeliveryView) -> JSON {
-        .object([
+        var members: [(String, JSON)] = [
             ("user_id", .string(d.userID)),
             ("token", .string(d.token)),
             ("environment", .string(d.environment)),
@@ -132,6 +153,11 @@ struct BackendRoutes: Sendable {
             ("timestamp", Clock.json(d.timestamp)),
             ("attempts", .int(d.attempts)),
             ("finished_at", Clock.json(d.finishedAt)),
-        ])
+        ]
+        // Quiet hours and batching, only where they apply.
+        if let notBefore = d.notBefore { members.append(("not_before", Clock.json(notBefore))) }
+        if let batched = d.batched { members.append(("batched", .int(batched))) }
+        if let carrier = d.carriedBy { members.append(("carried_by", .string(carrier))) }
+        return .object(members)
     }
 }

@@ -16,6 +16,7 @@ struct OpsRoutes: Sendable {
             // The depth is read at scrape time: the outbox is the truth, not a counter.
             do {
                 metrics.outboxDepth.set(Int64(try await store.outboxDepth()))
+                metrics.outboxWaiting.set(Int64(try await store.outboxWaiting(now: Clock.nowMillis)))
             } catch {
                 context.logger.warning("outbox depth unavailable", metadata: ["error": "\(error)"])
             }

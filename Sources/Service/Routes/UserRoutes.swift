@@ -62,22 +62,27 @@ struct UserRoutes: Sendable {
         let user = try context.requireUser()
         let app = try await preferenceApp(request, userID: user.userID)
         let saved = try await store.preferences(userID: user.userID, appType: app.appType)
-        var members: [(String, JSON)] = [(AppConfig.masterKey, .bool(saved[AppConfig.masterKey] ?? true))]
-        for key in app.preferenceKeys { members.append((key, .bool(saved[key] ?? true))) }
-        return JSONResponse.ok(.object([("success", .bool(true)), ("preferences", .object(members))]))
+        return JSONResponse.ok(.object([("success", .bool(true)), ("preferences", UserRoutes.preferencesJSON(app, saved))]))
     }
 
     @Sendable func putPreferences(_ request: Request, context: ServiceContext) async throws -> Response {
         let user = try context.requireUser()
         let app = try await preferenceApp(request, userID: user.userID)
         guard case .object(let members) = try await body.object(request) else { throw APIError.badRequest("the body must be a JSON object") }
-        var changes: [String: Bool] = [:]
+        var changes: [String: PreferenceValue] = [:]
         for (key, value) in members {
+            if QuietHours.keys.contains(key) {
+                switch QuietHours.check(key, value) {
+                case .success(let v): changes[key] = v
+                case .failure(let invalid): throw APIError.badRequest(invalid.why)
+                }
+                continue
+            }
             guard key == AppConfig.masterKey || app.preferenceKeys.contains(key) else {
                 throw APIError.badRequest("unknown preference '\(key)' for app \(app.appType)")
             }
             guard let flag = value.boolValue else { throw APIError.badRequest("preference '\(key)' must be true or false") }
-            changes[key] = flag
+            changes[key] = .bool(flag)
         }
         try await store.updatePreferences(userID: user.userID, appType: app.appType, changes, now: Clock.nowMillis)
         return JSONResponse.success(message: "Push preferences updated successfully")
@@ -95,5 +100,22 @@ struct UserRoutes: Sendable {
             return app
         }
         return config.apps[0]
+    }
+
+    /// The master toggle, the app's keys in config order (true until saved), then the
+    /// quiet-hours keys (with their defaults) when the app declares `quiet_hours` or
+    /// the user saved one: the seed's answers for apps that never mention them.
+    static func preferencesJSON(_ app: AppConfig, _ saved: [String: PreferenceValue]) -> JSON {
+        var members: [(String, JSON)] = [(AppConfig.masterKey, .bool(saved[AppConfig.masterKey]?.bool ?? true))]
+        for key in app.preferenceKeys { members.append((key, .bool(saved[key]?.bool ?? true))) }
+        if app.quietHoursDeclared || QuietHours.keys.contains(where: { saved[$0] != nil }) {
+            for key in QuietHours.keys {
+                switch saved[key] ?? QuietHours.defaults[key]! {
+                case .bool(let b): members.append((key, .bool(b)))
+                case .text(let t): members.append((key, .string(t)))
+                }
+            }
+        }
+        return .object(members)
     }
 }

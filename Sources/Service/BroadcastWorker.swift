@@ -1,0 +1,134 @@
+import APNs
+import Foundation
+import Logging
+import ServiceLifecycle
+import Store
+import Synchronization
+
+/// Sends the broadcasts recorded in the store's `broadcasts` table, each under a
+/// lease, and writes its one final entry (status, reason, apns-request-id,
+/// apns-unique-id). A small outbox of its own rather than rows in the device
+/// outbox: a broadcast has no device token and no apns-id of ours, its answer
+/// carries other ids, it changes no token, and broadcasts are few, so they should
+/// not share the claim path tuned for 100k-token fan-outs.
+///
+/// After a crash a pending broadcast is claimed again once its lease runs out and
+/// is sent then: at least once, and recorded exactly once.
+final class BroadcastWorker: Service, Sendable {
+    let config: ServerConfig
+    let store: any DeliveryStore
+    let broadcasts: Broadcasts
+    let wakeup: WorkerWakeup
+    let logger: Logger
+    private let worker = "broadcast-" + UUID().uuidString.prefix(8).lowercased()
+    private let stopping = Atomic<Bool>(false)
+    /// Broadcasts claimed per round.
+    static let batch = 16
+
+    init(config: ServerConfig, store: any DeliveryStore, broadcasts: Broadcasts, wakeup: WorkerWakeup, logger: Logger) {
+        self.config = config
+        self.store = store
+        self.broadcasts = broadcasts
+        self.wakeup = wakeup
+        self.logger = logger
+    }
+
+    var leaseMillis: Int64 { Int64(config.worker.leaseSeconds) * 1000 }
+
+    func run() async throws {
+        await withGracefulShutdownHandler {
+            while !stopping.load(ordering: .acquiring) {
+                let claimed: [ClaimedBroadcast]
+                do {
+                    claimed = try await store.claimBroadcasts(worker: worker, limit: Self.batch, leaseMillis: leaseMillis,
+                                                              now: Clock.nowMillis)
+                } catch {
+                    logger.error("broadcast claim failed", metadata: ["error": "\(error)"])
+                    await wakeup.wait(timeout: .seconds(1))
+                    continue
+                }
+                if claimed.isEmpty {
+                    await wakeup.wait(timeout: .milliseconds(config.worker.pollIntervalMillis))
+                    continue
+                }
+                // A round's broadcasts at once: each is one request, answered in parallel.
+                // The engine's retries can outlast a lease: it is renewed until the round ends.
+                let renewal = Task { [store, worker, leaseMillis, logger] in
+                    let ids = claimed.map(\.broadcast.id)
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .milliseconds(max(100, leaseMillis / 3)))
+                        if Task.isCancelled { break }
+                        do {
+                            try await store.renewBroadcasts(worker: worker, ids: ids, leaseMillis: leaseMillis,
+                                                            now: Clock.nowMillis)
+                        } catch {
+                            logger.warning("broadcast lease renewal failed", metadata: ["error": "\(error)"])
+                        }
+                    }
+                }
+                await withTaskGroup(of: Void.self) { group in
+                    for c in claimed { group.addTask { await self.send(c) } }
+                }
+                renewal.cancel()
+            }
+        } onGracefulShutdown: {
+            self.stopping.store(true, ordering: .releasing)
+            self.wakeup.wake()
+        }
+        logger.info("broadcast worker stopped")
+    }
+
+    private func send(_ claimed: ClaimedBroadcast) async {
+        let b = claimed.broadcast
+        let attempts = claimed.attempts + 1
+        let now = { Clock.nowMillis }
+        guard let client = broadcasts.client(appType: b.channel.key.appType, environment: b.channel.key.environment) else {
+            await finish(BroadcastOutcome(id: b.id, delivered: false, status: 0, reason: "UnknownApp", requestID: nil,
+                                          uniqueID: nil, attempts: attempts))
+            return
+        }
+        let notification: BroadcastNotification
+        do {
+            notification = try BroadcastNotification(
+                priority: b.priority.flatMap(Priority.init(rawValue:)),
+                expiration: b.expiration == 0 ? .immediately : .at(unixSeconds: b.expiration),
+                payload: Payload(json: b.payload))
+        } catch {
+            // Checked when it was recorded: not expected.
+            await finish(BroadcastOutcome(id: b.id, delivered: false, status: 0, reason: "InvalidMessage",
+                                          requestID: nil, uniqueID: nil, attempts: attempts))
+            return
+        }
+        let result = await client.send(notification, on: b.channel.channelID)
+        switch result.status {
+        case 0 where result.attempts > 0 || result.reason == nil, 429, 500, 503:
+            // No final answer: again later, until max_attempts.
+            guard attempts < config.worker.maxAttempts else { break }
+            let delay = stopping.load(ordering: .acquiring) ? 0 : OutcomeSink.backoff(attempts: attempts, config: config.worker)
+            do {
+                try await store.releaseBroadcast(worker: worker, id: b.id, availableAt: now() + delay, now: now())
+            } catch {
+                logger.error("broadcast release failed", metadata: ["error": "\(error)"])
+            }
+            return
+        default:
+            break
+        }
+        let reason = result.reason?.rawValue ?? (result.status == 0 ? "NoAnswer" : nil)
+        await finish(BroadcastOutcome(id: b.id, delivered: result.status == 200, status: result.status,
+                                      reason: result.status == 200 ? nil : reason, requestID: result.apnsID,
+                                      uniqueID: result.uniqueID, attempts: attempts))
+    }
+
+    private func finish(_ outcome: BroadcastOutcome) async {
+        do {
+            if try await !store.finishBroadcast(worker: worker, outcome, now: Clock.nowMillis) {
+                logger.warning("a broadcast's outcome came after its lease went to another worker",
+                               metadata: ["broadcast": "\(outcome.id)"])
+            }
+        } catch {
+            // The lease runs out and it is sent again.
+            logger.error("broadcast finish failed", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,266 @@
+import APNs
+import Foundation
+import Hummingbird
+import Store
+
+/// Broadcast channels (iOS 18), one per app, environment and entity. Backend-facing
+/// (API key): create (idempotent: the same key answers the channel it has), list,
+/// read, delete (on APNs, then in the store), broadcast to an entity's channel
+/// (recorded, then sent by `BroadcastWorker`) and read a broadcast's log entry.
+/// App-facing (user JWT): the channel id of an entity, for an app the user has
+/// registered with, so the app can subscribe its Live Activity to it.
+///
+/// APNs' refusals (`CannotCreateChannelConfig`, `FeatureNotEnabled`, ...) are 502
+/// with APNs' reason and status; no answer from APNs is 503. Neither stores anything.
+struct ChannelRoutes: Sendable {
+    let config: ServerConfig
+    let store: any DeliveryStore
+    let body: BodyReader
+    let auth: Auth
+    let broadcasts: Broadcasts
+    let worker: WorkerWakeup
+
+    func register(on router: Router<ServiceContext>) {
+        let backend = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth))
+        backend.post("channels", use: create)
+        backend.get("channels", use: list)
+        backend.get("channels/:app_type/:entity_type/:entity_id", use: read)
+        backend.delete("channels/:app_type/:entity_type/:entity_id", use: delete)
+        backend.post("channels/:app_type/:entity_type/:entity_id/broadcasts", use: broadcast)
+        backend.get("broadcasts/:id", use: broadcastLog)
+        let app = router.group("api/user").add(middleware: UserAuthMiddleware(auth: auth))
+        app.get("live-activity-channel", use: channelForApp)
+    }
+
+    // MARK: Backend
+
+    @Sendable func create(_ request: Request, context: ServiceContext) async throws -> Response {
+        let json = try await body.object(request)
+        guard let appType = json["app_type"]?.stringValue else { throw APIError.badRequest("app_type is required") }
+        let key = try Self.key(appType: appType, entityType: json["entity_type"]?.stringValue,
+                               entityID: json["entity_id"]?.stringValue, environment: json["environment"], config: config)
+        var policy = MessageStoragePolicy.mostRecentMessageStored
+        if let p = json["storage_policy"], !p.isNull {
+            guard let n = p.intValue, let known = MessageStoragePolicy(rawValue: n) else {
+                throw APIError.badRequest("storage_policy must be 0 (no message stored) or 1 (the most recent stored)")
+            }
+            policy = known
+        }
+        let client = try client(key)
+        return try await broadcasts.creatingChannel(key) { () async throws -> Response in
+            if let existing = try await store.channel(key) {
+                return JSONResponse.ok(Self.json(existing, created: false))
+            }
+            let result = await client.createChannel(storagePolicy: policy)
+            guard result.isSuccess, let channelID = result.channelID else {
+                return Self.refusal(result.status, result.reason, result.error, doing: "create the channel")
+            }
+            let stored: ChannelRow
+            do {
+                stored = try await store.addChannel(ChannelRow(key: key, channelID: channelID, storagePolicy: policy.rawValue,
+                                                               createdAt: Clock.nowMillis))
+            } catch {
+                // Nothing half-made: the channel the store could not keep goes too.
+                _ = await client.deleteChannel(channelID)
+                throw error
+            }
+            guard stored.channelID == channelID else {
+                // Another instance stored one for this key first: keep that one only.
+                _ = await client.deleteChannel(channelID)
+                return JSONResponse.ok(Self.json(stored, created: false))
+            }
+            return JSONResponse.make(.created, Self.json(stored, created: true))
+        }
+    }
+
+    @Sendable func list(_ request: Request, context: ServiceContext) async throws -> Response {
+        let q = request.uri.queryParameters
+        guard let appType = q["app_type"].map(String.init) else { throw APIError.badRequest("app_type is required") }
+        guard config.app(appType) != nil else { throw APIError.badRequest("unknown app_type '\(appType)'") }
+        let environment = q["environment"].map(String.init)
+        if let environment, environment != "sandbox" && environment != "production" {
+            throw APIError.badRequest("environment must be \"sandbox\" or \"production\"")
+        }
+        let rows = try await store.channels(appType: appType, environment: environment,
+                                            entityType: q["entity_type"].map(String.init))
+        return JSONResponse.ok(.object([("channels", .array(rows.map { Self.json($0, created: nil) }))]))
+    }
+
+    @Sendable func read(_ request: Request, context: ServiceContext) async throws -> Response {
+        let key = try pathKey(request, context)
+        guard let row = try await store.channel(key) else { throw APIError.notFound("channel not found") }
+        return JSONResponse.ok(Self.json(row, created: nil))
+    }
+
+    @Sendable func delete(_ request: Request, context: ServiceContext) async throws -> Response {
+        let key = try pathKey(request, context)
+        let client = try client(key)
+        guard let row = try await store.channel(key) else { throw APIError.notFound("channel not found") }
+        let result = await client.deleteChannel(row.channelID)
+        // Gone on APNs already (deleted elsewhere, or the environment was reset): the
+        // store follows.
+        guard result.isSuccess || result.reason == .channelNotRegistered else {
+            return Self.refusal(result.status, result.reason, result.error, doing: "delete the channel")
+        }
+        _ = try await store.removeChannel(key, channelID: row.channelID)
+        guard case .object(let members) = Self.json(row, created: nil) else { fatalError("a channel is an object") }
+        return JSONResponse.ok(.object([("deleted", .bool(true))] + members))
+    }
+
+    /// `{event: update|end, content_state, timestamp?, stale_date?, dismissal_date?,
+    /// relevance_score?, alert?, priority? (10, 5 or 1), expiration?}` to the entity's
+    /// channel; 202 once recorded.
+    @Sendable func broadcast(_ request: Request, context: ServiceContext) async throws -> Response {
+        let json = try await body.object(request)
+        let key = try pathKey(request, context, environment: json["environment"])
+        _ = try client(key)
+        guard let name = json["event"]?.stringValue else { throw APIError.badRequest("event is required (update or end)") }
+        guard let event = LiveActivityEvent(rawValue: name), event != .start else {
+            throw APIError.badRequest("event must be update or end (a broadcast cannot start an activity)")
+        }
+        let timestamp = try LiveActivitySend.seconds(json, "timestamp") ?? Clock.nowSeconds
+        let contentState = try LiveActivitySend.object(json, "content_state")
+        let staleDate = try LiveActivitySend.seconds(json, "stale_date")
+        let dismissalDate = try LiveActivitySend.seconds(json, "dismissal_date")
+        let relevanceScore = try LiveActivitySend.number(json, "relevance_score")
+        let alert = try LiveActivitySend.alert(json)
+        let activity: LiveActivity
+        do throws(LiveActivity.Error) {
+            activity = try LiveActivity(event: event, timestamp: timestamp, contentState: contentState,
+                                        staleDate: staleDate, dismissalDate: dismissalDate,
+                                        relevanceScore: relevanceScore, alert: alert)
+        } catch {
+            throw APIError.badRequest(error.description)
+        }
+        var priority = 10
+        if let p = json["priority"], !p.isNull {
+            guard let n = p.intValue, [10, 5, 1].contains(n) else { throw APIError.badRequest("priority must be 10, 5 or 1") }
+            priority = n
+        }
+        let expiration = try LiveActivitySend.seconds(json, "expiration") ?? 0
+        guard let channel = try await store.channel(key) else { throw APIError.notFound("channel not found") }
+        if channel.storagePolicy == MessageStoragePolicy.noMessageStored.rawValue, expiration != 0 {
+            throw APIError.badRequest("this channel stores no message: expiration must be 0")
+        }
+        let payload = Payload(aps: APS(liveActivity: activity))
+        do {
+            _ = try BroadcastNotification(priority: Priority(rawValue: priority),
+                                          expiration: expiration == 0 ? .immediately : .at(unixSeconds: expiration),
+                                          payload: payload)
+        } catch {
+            throw APIError.badRequest(error.description)
+        }
+        let id = UUID().uuidString.lowercased()
+        try await store.enqueueBroadcast(NewBroadcast(id: id, channel: channel, payload: payload.bytes, priority: priority,
+                                                      expiration: expiration), now: Clock.nowMillis)
+        worker.wake()
+        return JSONResponse.make(.accepted, .object([("broadcast_id", .string(id)),
+                                                     ("channel_id", .string(channel.channelID))]))
+    }
+
+    @Sendable func broadcastLog(_ request: Request, context: ServiceContext) async throws -> Response {
+        let id = context.parameters.get("id") ?? ""
+        guard let b = try await store.broadcast(id: id) else { throw APIError.notFound("broadcast not found") }
+        return JSONResponse.ok(.object([
+            ("broadcast_id", .string(b.id)),
+            ("app_type", .string(b.key.appType)),
+            ("environment", .string(b.key.environment)),
+            ("entity_type", .string(b.key.entityType)),
+            ("entity_id", .string(b.key.entityID)),
+            ("channel_id", .string(b.channelID)),
+            ("state", .string(b.state)),
+            ("status", b.status.map(JSON.int) ?? .null),
+            ("reason", b.reason.map(JSON.string) ?? .null),
+            ("apns_request_id", b.requestID.map(JSON.string) ?? .null),
+            ("apns_unique_id", b.uniqueID.map(JSON.string) ?? .null),
+            ("attempts", .int(b.attempts)),
+            ("created_at", Clock.json(b.createdAt)),
+            ("finished_at", Clock.json(b.finishedAt)),
+        ]))
+    }
+
+    // MARK: App
+
+    /// `?appType=&entityType=&entityId=[&environment=]`: `{"success":true,"channelId":"…"}`.
+    @Sendable func channelForApp(_ request: Request, context: ServiceContext) async throws -> Response {
+        let user = try context.requireUser()
+        let q = request.uri.queryParameters
+        guard let appType = q["appType"].map(String.init) else { throw APIError.badRequest("appType is required") }
+        let key = try Self.key(appType: appType, entityType: q["entityType"].map(String.init),
+                               entityID: q["entityId"].map(String.init),
+                               environment: q["environment"].map { JSON.string(String($0)) }, config: config,
+                               names: ("entityType", "entityId"))
+        // Only an app the user has registered with (a device or a Live Activity token).
+        let devices = try await store.devices(userID: user.userID)
+        let activities = try await store.liveActivityTokens(userID: user.userID)
+        guard devices.contains(where: { $0.appType == appType }) || activities.contains(where: { $0.appType == appType })
+        else {
+            throw APIError(status: .forbidden, message: "no registration of this user for appType \(appType)")
+        }
+        guard let row = try await store.channel(key) else { throw APIError.notFound("channel not found") }
+        return JSONResponse.ok(.object([("success", .bool(true)), ("channelId", .string(row.channelID))]))
+    }
+
+    // MARK: Helpers
+
+    static func key(appType: String, entityType: String?, entityID: String?, environment: JSON?, config: ServerConfig,
+                    names: (String, String) = ("entity_type", "entity_id")) throws(APIError) -> ChannelKey {
+        guard config.app(appType) != nil else { throw .badRequest("unknown app_type '\(appType)'") }
+        guard let entityType, Registration.isIdentifier(entityType) else {
+            throw .badRequest("\(names.0) is required (1 to 256 characters)")
+        }
+        guard let entityID, Registration.isIdentifier(entityID) else {
+            throw .badRequest("\(names.1) is required (1 to 256 characters)")
+        }
+        var env = "production"
+        if let e = environment, !e.isNull {
+            guard let s = e.stringValue, s == "sandbox" || s == "production" else {
+                throw .badRequest("environment must be \"sandbox\" or \"production\"")
+            }
+            env = s
+        }
+        return ChannelKey(appType: appType, environment: env, entityType: entityType, entityID: entityID)
+    }
+
+    func pathKey(_ request: Request, _ context: ServiceContext, environment: JSON? = nil) throws(APIError) -> ChannelKey {
+        let env = environment ?? request.uri.queryParameters["environment"].map { JSON.string(String($0)) }
+        return try Self.key(appType: context.parameters.get("app_type") ?? "",
+                            entityType: context.parameters.get("entity_type"),
+                            entityID: context.parameters.get("entity_id"), environment: env, config: config)
+    }
+
+    func client(_ key: ChannelKey) throws(APIError) -> BroadcastClient {
+        guard let client = broadcasts.client(appType: key.appType, environment: key.environment) else {
+            throw .badRequest("app \(key.appType) has no broadcast client")
+        }
+        return client
+    }
+
+    static func json(_ c: ChannelRow, created: Bool?) -> JSON {
+        var members: [(String, JSON)] = [
+            ("channel_id", .string(c.channelID)),
+            ("app_type", .string(c.key.appType)),
+            ("environment", .string(c.key.environment)),
+            ("entity_type", .string(c.key.entityType)),
+            ("entity_id", .string(c.key.entityID)),
+            ("storage_policy", .int(c.storagePolicy)),
+            ("created_at", Clock.json(c.createdAt)),
+        ]
+        if let created { members.append(("created", .bool(created))) }
+        return .object(members)
+    }
+
+    /// APNs said no (502, with its reason), or said nothing (503).
+    static func refusal(_ status: Int, _ reason: Reason?, _ error: String?, doing: String) -> Response {
+        let answered = status != 0 || reason != nil
+        let message = answered
+            ? "APNs refused to \(doing): \(reason?.rawValue ?? "status \(status)")"
+            : "no answer from APNs to \(doing): \(error ?? "unreachable")"
+        return JSONResponse.make(answered ? .badGateway : .serviceUnavailable, .object([
+            ("success", .bool(false)),
+            ("error", .string(message)),
+            ("reason", reason.map { JSON.string($0.rawValue) } ?? .null),
+            ("apns_status", status != 0 ? .int(status) : .null),
+        ]))
+    }
+}

@@ -1,0 +1,117 @@
+import Hummingbird
+import Store
+
+/// Live Activities (issue #12). App-facing (user JWT, only the user's own tokens):
+/// register and unregister an activity's update token or a push-to-start token,
+/// list them. Backend-facing (API key): register for a user, and send a start,
+/// update or end through the outbox (`LiveActivitySend`).
+struct LiveActivityRoutes: Sendable {
+    let config: ServerConfig
+    let store: any DeliveryStore
+    let body: BodyReader
+    let auth: Auth
+    let worker: WorkerWakeup
+
+    func register(on router: Router<ServiceContext>) {
+        let app = router.group("api/user").add(middleware: UserAuthMiddleware(auth: auth))
+        app.post("live-activity-token", use: registerToken)
+        app.delete("live-activity-token", use: unregisterToken)
+        app.get("live-activity-tokens", use: listTokens)
+        let backend = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth))
+        backend.post("users/:user_id/live-activity-tokens", use: registerForUser)
+        backend.post("live-activities", use: send)
+    }
+
+    /// `{pushToken, appType, attributesType, activityId?, environment?}`: with an
+    /// `activityId` the token updates that running activity; without, it is the
+    /// app's push-to-start token for `attributesType`.
+    static func parse(_ body: JSON, userID: String, config: ServerConfig) throws(APIError) -> LiveActivityRegistration {
+        guard let raw = body["pushToken"] else { throw .badRequest("pushToken is required") }
+        guard let text = raw.stringValue, let token = Registration.normalizeToken(text) else {
+            throw .badRequest("pushToken must be 64 to 200 hex digits (an even count)")
+        }
+        guard let appType = body["appType"]?.stringValue else { throw .badRequest("appType is required") }
+        guard config.app(appType) != nil else {
+            throw .badRequest("unknown appType; configured: \(config.apps.map(\.appType).joined(separator: ", "))")
+        }
+        guard let attributesType = body["attributesType"]?.stringValue, Registration.isIdentifier(attributesType) else {
+            throw .badRequest("attributesType is required (the ActivityAttributes type name)")
+        }
+        var kind = LiveActivityKind.start
+        if let a = body["activityId"], !a.isNull {
+            guard let id = a.stringValue, Registration.isIdentifier(id) else {
+                throw .badRequest("activityId must be a string of 1 to 256 characters")
+            }
+            kind = .update(activityID: id)
+        }
+        var environment = "production"
+        if let env = body["environment"], !env.isNull {
+            guard let e = env.stringValue, e == "sandbox" || e == "production" else {
+                throw .badRequest("environment must be \"sandbox\" or \"production\"")
+            }
+            environment = e
+        }
+        return LiveActivityRegistration(userID: userID, token: token, appType: appType, kind: kind,
+                                        attributesType: attributesType, environment: environment)
+    }
+
+    @Sendable func registerToken(_ request: Request, context: ServiceContext) async throws -> Response {
+        let user = try context.requireUser()
+        let registration = try Self.parse(try await body.object(request), userID: user.userID, config: config)
+        try await store.registerLiveActivity(registration, now: Clock.nowMillis)
+        return JSONResponse.success(message: "Live Activity token registered successfully")
+    }
+
+    @Sendable func unregisterToken(_ request: Request, context: ServiceContext) async throws -> Response {
+        let user = try context.requireUser()
+        let json = try await body.object(request)
+        guard let raw = json["pushToken"]?.stringValue else { throw APIError.badRequest("pushToken is required") }
+        guard let token = Registration.normalizeToken(raw) else {
+            throw APIError.badRequest("pushToken must be 64 to 200 hex digits (an even count)")
+        }
+        guard try await store.unregisterLiveActivity(userID: user.userID, token: token, now: Clock.nowMillis) else {
+            throw APIError.notFound("Live Activity token not found")
+        }
+        return JSONResponse.success(message: "Live Activity token unregistered successfully")
+    }
+
+    @Sendable func listTokens(_ request: Request, context: ServiceContext) async throws -> Response {
+        let user = try context.requireUser()
+        let rows = try await store.liveActivityTokens(userID: user.userID)
+        return JSONResponse.ok(.object([("success", .bool(true)), ("tokens", .array(rows.map(Self.json)))]))
+    }
+
+    static func json(_ t: LiveActivityToken) -> JSON {
+        let (kind, activity): (String, JSON) = switch t.kind {
+        case .update(let id): ("update", .string(id))
+        case .start: ("start", .null)
+        }
+        return .object([
+            ("id", .int64(t.id)),
+            ("kind", .string(kind)),
+            ("app_type", .string(t.appType)),
+            ("attributes_type", .string(t.attributesType)),
+            ("activity_id", activity),
+            ("environment", .string(t.environment)),
+            ("last_used_at", Clock.json(t.lastUsedAt)),
+            ("created_at", Clock.json(t.createdAt)),
+        ])
+    }
+
+    @Sendable func registerForUser(_ request: Request, context: ServiceContext) async throws -> Response {
+        guard let userID = context.parameters.get("user_id"), Registration.isIdentifier(userID) else {
+            throw APIError.badRequest("user id must be 1 to 256 characters")
+        }
+        let registration = try Self.parse(try await body.object(request), userID: userID, config: config)
+        try await store.registerLiveActivity(registration, now: Clock.nowMillis)
+        return JSONResponse.success(message: "Live Activity token registered successfully")
+    }
+
+    @Sendable func send(_ request: Request, context: ServiceContext) async throws -> Response {
+        let sender = LiveActivitySend(config: config, store: store)
+        let checked = try sender.parse(try await body.object(request))
+        let result = try await sender.run(checked)
+        if result.deliveries > 0 { worker.wake() }
+        return JSONResponse.make(.accepted, result.json)
+    }
+}

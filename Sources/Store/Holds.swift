@@ -1,0 +1,111 @@
+import GRDB
+
+/// How a delivery waits with others of its device, in a window named by `key`
+/// (one window per device, kind and key; `closesAt` ends it). Both kinds live in
+/// the `holds` table and the outbox, never in memory: a restart finds them as they were.
+public struct Hold: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        /// Batching. The first delivery for the key opens a window and a carrier: a new
+        /// delivery (this apns-id and collapse id, the member's payload and `notBefore`)
+        /// that is the window's one send. Every delivery in the window, the first
+        /// included, is a member: state `batched`, `carried_by` the carrier, which takes
+        /// each new member's payload (the latest wins) and counts it in `batched`. A
+        /// member's `notBefore` past `closesAt` (quiet hours) holds the carrier until then.
+        case coalesce(carrierAPNsID: String, carrierCollapseID: String)
+        /// Quiet hours' defer with a collapse id: a later deferred delivery for the same
+        /// device and key replaces the one still held, which becomes `superseded`.
+        case `defer`
+    }
+
+    public var kind: Kind
+    public var key: String
+    /// Until then, a delivery with the same device, kind and key joins this window.
+    public var closesAt: Int64
+
+    public init(kind: Kind, key: String, closesAt: Int64) {
+        self.kind = kind
+        self.key = key
+        self.closesAt = closesAt
+    }
+
+    var kindName: String {
+        switch kind {
+        case .coalesce: "coalesce"
+        case .defer: "defer"
+        }
+    }
+}
+
+extension SQLiteStore {
+    /// The enqueue's second step for deliveries with a hold, already inserted
+    /// (pending) in this transaction. Statements per delivery: batching and quiet
+    /// hours touch a few users' devices per notification, never a 100k fan-out
+    /// (which has no hold and never comes here).
+    ///
+    /// A window is open while its time has not run out and its delivery still waits
+    /// unclaimed in the outbox: once a worker holds the carrier, its payload is on
+    /// the way, and a newcomer opens the next window instead of changing it.
+    static func applyHolds(_ db: Database, notificationID: String, _ deliveries: [NewDelivery],
+                           payloadOf: [Int64], now: Int64) throws {
+        // Closed windows are of no more use (their deliveries live on in the outbox).
+        try db.cachedStatement(sql: "DELETE FROM holds WHERE closes_at <= ?").execute(arguments: [now])
+        let open = try db.cachedStatement(sql: """
+            SELECT h.delivery_id FROM holds h JOIN outbox o ON o.delivery_id = h.delivery_id
+            WHERE h.device_id = ? AND h.kind = ? AND h.key = ? AND h.closes_at > ? AND o.claimed_by IS NULL
+            """)
+        let idOf = try db.cachedStatement(sql: "SELECT id FROM deliveries WHERE apns_id = ?")
+        let keep = try db.cachedStatement(sql: """
+            INSERT OR REPLACE INTO holds (device_id, kind, key, delivery_id, closes_at) VALUES (?, ?, ?, ?, ?)
+            """)
+        // A member (or a superseded delivery) is final: it never waits itself.
+        let carried = try db.cachedStatement(sql: """
+            UPDATE deliveries SET state = ?, carried_by = ?, finished_at = ?, not_before = NULL
+            WHERE id = ? AND state = 'pending'
+            """)
+        for (i, d) in deliveries.enumerated() {
+            guard let hold = d.hold else { continue }
+            guard let id = try Int64.fetchOne(idOf, arguments: [d.apnsID]) else {
+                throw StoreError("enqueue: delivery \(d.apnsID) vanished inside its own transaction")
+            }
+            let current = try Int64.fetchOne(open, arguments: [d.deviceID, hold.kindName, hold.key, now])
+            switch hold.kind {
+            case .coalesce(let carrierAPNsID, let carrierCollapseID):
+                let carrier: Int64
+                if let current {
+                    // The latest member's payload and headers; one more counted. The window
+                    // keeps its own close; only a member held past its hold's `closesAt`
+                    // (quiet hours began meanwhile) holds the window's send longer.
+                    let later: Int64? = if let n = d.notBefore, n > hold.closesAt { n } else { nil }
+                    try db.execute(sql: """
+                        UPDATE deliveries SET payload_id = ?, push_type = ?, priority = ?, expiration = ?,
+                                              batched = batched + 1, not_before = max(not_before, coalesce(?, not_before))
+                        WHERE id = ?
+                        """, arguments: [payloadOf[i], d.pushType, d.priority, d.expiration, later, current])
+                    if let later {
+                        try db.execute(sql: "UPDATE outbox SET available_at = max(available_at, ?) WHERE delivery_id = ?",
+                                       arguments: [later, current])
+                    }
+                    carrier = current
+                } else {
+                    try db.execute(sql: """
+                        INSERT INTO deliveries (notification_id, user_id, device_id, token, environment, apns_id, payload,
+                                                payload_id, push_type, priority, collapse_id, expiration, created_at,
+                                                not_before, batched)
+                        VALUES (?, ?, ?, ?, ?, ?, x'', ?, ?, ?, ?, ?, ?, ?, 1)
+                        """, arguments: [notificationID, d.userID, d.deviceID, d.token, d.environment, carrierAPNsID,
+                                         payloadOf[i], d.pushType, d.priority, carrierCollapseID, d.expiration, now,
+                                         d.notBefore ?? hold.closesAt])
+                    carrier = db.lastInsertedRowID
+                    try keep.execute(arguments: [d.deviceID, hold.kindName, hold.key, carrier, hold.closesAt])
+                }
+                try carried.execute(arguments: ["batched", carrier, now, id])
+            case .defer:
+                if let current {
+                    try carried.execute(arguments: ["superseded", id, now, current])
+                    try db.execute(sql: "DELETE FROM outbox WHERE delivery_id = ?", arguments: [current])
+                }
+                try keep.execute(arguments: [d.deviceID, hold.kindName, hold.key, id, hold.closesAt])
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import APNsMock
+import Foundation
+import Testing
+import TestSupport
+
+/// What the quiet-hours and batching tests share: a test-clock server with the
+/// group-travel and field-service apps, and reading the log and the mock by apns-id.
+enum Held {
+    /// The group-travel app (quiet hours deferred; broadcasts are critical), the same
+    /// app with quiet hours silent, and the field-service app (job updates batched).
+    static let apps: [(appType: String, lines: String)] = [
+        ("travel", """
+                preferences:
+                  broadcast: broadcasts
+                  message: messages
+                quiet_hours: defer
+                types:
+                  broadcast: {critical: true}
+            """),
+        ("chill", """
+                preferences:
+                  message: messages
+                quiet_hours: silent
+            """),
+        ("field", """
+                preferences:
+                  taskUpdate: null
+                  taskAssignment: null
+                types:
+                  taskUpdate:
+                    coalesce: {window_seconds: 60, summary: "{count} updates on {entity_title}"}
+            """),
+    ]
+
+    /// A mock and a server whose "now" is `clock`.
+    static func start(_ clock: TestClock) async throws -> (MockServer, ServerProcess) {
+        let mock = try Harness.mock(sandbox: false)
+        var options = ServerProcess.Options()
+        options.pollMillis = 20
+        options.extraApps = apps
+        options.testClockFile = clock.path
+        let server = ServerProcess(sandbox: nil, production: mock, options: options)
+        try await server.start()
+        return (mock, server)
+    }
+
+    /// Registers `token` for `user` in `app`, and saves `preferences` (a JSON object) if given.
+    static func user(_ server: ServerProcess, _ user: String, token: String, app: String,
+                     preferences: String? = nil) async {
+        await BackendAPITests.register(server, user: user, token: token, app: app)
+        if let preferences {
+            let r = await server.request("PUT", "/api/user/push-preferences?appType=\(app)", body: preferences,
+                                         bearer: Harness.jwt(sub: user))
+            #expect(r.status == 200, "\(r.body)")
+        }
+    }
+
+    /// Posts a notification (a JSON object's members, without braces); returns the
+    /// apns-id of its first delivery (the tests target one device at a time) and
+    /// the notification id.
+    @discardableResult
+    static func notify(_ server: ServerProcess, _ members: String) async throws -> (apnsID: String, id: String) {
+        let r = await server.backend("POST", "/v1/notifications", "{\(members)}")
+        #expect(r.status == 202, "\(r.body)")
+        let id = try #require(r.json["notification_id"] as? String, "\(r.body)")
+        let first = try #require(await deliveries(server, id).first)
+        return (try #require(first["apns_id"] as? String), id)
+    }
+
+    static func deliveries(_ server: ServerProcess, _ notificationID: String) async -> [[String: Any]] {
+        (await server.backend("GET", "/v1/notifications/\(notificationID)").json["deliveries"] as? [[String: Any]]) ?? []
+    }
+
+    static func delivery(_ server: ServerProcess, _ apnsID: String) async -> [String: Any] {
+        await server.backend("GET", "/v1/deliveries?apns_id=\(apnsID)").json
+    }
+
+    /// Waits (on state, not time) until the delivery reaches `state`.
+    @discardableResult
+    static func wait(_ server: ServerProcess, _ apnsID: String, state: String = "delivered",
+                     timeout: TimeInterval = 60) async throws -> [String: Any] {
+        let end = Date().addingTimeInterval(timeout)
+        while true {
+            let d = await delivery(server, apnsID)
+            if d["state"] as? String == state { return d }
+            guard Date() < end else {
+                Issue.record("\(apnsID) never reached \(state): \(d)")
+                throw WaitTimeout()
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    struct WaitTimeout: Error {}
+
+    /// The requests the mock received with this apns-id.
+    static func sent(_ mock: MockServer, _ apnsID: String) -> [RecordedRequest] {
+        mock.recordedRequests().filter { $0.header("apns-id") == apnsID }
+    }
+
+    /// The one request with this apns-id, as JSON (its `aps`, and the whole payload).
+    static func sentPayload(_ mock: MockServer, _ apnsID: String) throws -> (aps: [String: Any], all: [String: Any]) {
+        let requests = sent(mock, apnsID)
+        try #require(requests.count == 1, "one request with apns-id \(apnsID), not \(requests.count)")
+        let all = try #require(try JSONSerialization.jsonObject(with: Data(requests[0].body)) as? [String: Any])
+        return (try #require(all["aps"] as? [String: Any]), all)
+    }
+}
