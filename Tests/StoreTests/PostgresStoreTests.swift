@@ -578,7 +578,8 @@ import TestSupport
                 return all
             }
             let store = stores[0]
-            #expect(try await store.outboxDepth() == 0)
+            #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by IS NULL") == 0, "all claimed")
+            #expect(try await store.outboxDepth() == claimedBatches.count)
             var carried = 0
             for carrier in claimedBatches {
                 let view = try #require(try await store.delivery(apnsID: carrier.delivery.apnsID))
