@@ -597,6 +597,46 @@ import TestSupport
         }
     }
 
+    /// `close()` ends the pool's connections and the LISTEN one (the server sees them
+    /// go), wakes a waiting worker, and later calls fail with one line.
+    @Test func closeEndsThePoolAndTheListenConnection() async throws {
+        let url = try suiteCluster().createDatabase()
+        let store = try PostgresStore(url: url)
+        let observer = try PostgresStore(url: url)
+        do {
+            try await store.migrate()
+            try await enqueueMany(store, "n", count: 1)
+            _ = await store.waitForWork(timeout: .milliseconds(1))
+            while store.wakeups.listenCount == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            while await store.waitForWork(timeout: .milliseconds(1)) {}
+            let others = """
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+                """
+            #expect(try await observer.scalar(others) ?? 0 >= 2, "the pool's connection and the LISTEN one")
+
+            // A worker waiting for work (ten minutes) returns when the store closes.
+            async let waiting = store.waitForWork(timeout: .seconds(600))
+            await store.close()
+            #expect(await waiting == false)
+            #expect(await store.waitForWork(timeout: .seconds(600)) == false, "at once, once closed")
+            // The server sees every connection go (a state that lasts; a minute at most).
+            var left = try await observer.scalar(others)
+            for _ in 0..<600 where left != 0 {
+                try await Task.sleep(for: .milliseconds(100))
+                left = try await observer.scalar(others)
+            }
+            #expect(left == 0)
+            let error = await #expect(throws: StoreError.self) { try await store.outboxDepth() }
+            #expect(error?.description == "count the outbox: the store is closed")
+            await observer.close()
+        } catch {
+            await store.close()
+            await observer.close()
+            throw error
+        }
+    }
+
     // MARK: Configuration and errors
 
     @Test func theURLIsReadAndThePasswordIsNeverShown() throws {
