@@ -20,17 +20,19 @@ extension PostgresStore {
         // Each window's lock, in one order (by key hash) for every enqueue, so that two
         // enqueues with windows in common never wait on each other in a circle.
         let windows = Set(deliveries.compactMap { d in d.hold.map { Self.windowName(d.deviceID, $0) } })
-        guard !windows.isEmpty else { return }
-        try await db.run("""
-            SELECT pg_advisory_xact_lock(h)
-            FROM (SELECT DISTINCT hashtextextended(w, 0) AS h FROM unnest(\(Array(windows))::text[]) AS u (w) ORDER BY h) s
-            """)
+        if !windows.isEmpty {
+            try await db.run("""
+                SELECT pg_advisory_xact_lock(h)
+                FROM (SELECT DISTINCT hashtextextended(w, 0) AS h FROM unnest(\(Array(windows))::text[]) AS u (w) ORDER BY h) s
+                """)
+        }
         // Closed windows are of no more use (their deliveries live on in the outbox);
         // rows another enqueue is deleting are left to it.
         try await db.run("""
             DELETE FROM holds WHERE ctid = ANY(ARRAY(
                 SELECT ctid FROM holds WHERE closes_at <= \(now) FOR UPDATE SKIP LOCKED))
             """)
+        guard !windows.isEmpty else { return }
         for (i, d) in deliveries.enumerated() {
             guard let hold = d.hold else { continue }
             guard let id = try await db.rows("SELECT id FROM deliveries WHERE apns_id = \(d.apnsID)").first?
