@@ -2,7 +2,9 @@ import PostgresNIO
 
 // The outbox on PostgreSQL: deliveries waiting for a worker of any instance. A row is
 // claimed by setting a lease (lease_until, claimed_by) and leaves the table when its
-// delivery is final, so the claim path holds pending and claimed rows only.
+// delivery is final, so the claim path holds pending and claimed rows only. Its two
+// partial indexes split those: `outbox_free` (unclaimed, by availability: what a claim
+// walks) and `outbox_leased` (claimed, by lease end: where expired leases are found).
 //
 // "Held" means claimed_by is this worker, as on SQLite. An expired lease is still
 // held until another worker claims the row: a late finish is then the truth (the
