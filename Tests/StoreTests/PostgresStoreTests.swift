@@ -597,6 +597,51 @@ import TestSupport
         }
     }
 
+    /// Instances storing one key's channel at once all get the one that won; broadcasts
+    /// claimed by workers on four instances at once are never held by two.
+    @Test func channelsAndBroadcastsAcrossInstances() async throws {
+        try await withPostgres(instances: 4) { stores in
+            let key = ChannelKey(appType: "staff", environment: "production", entityType: "match", entityID: "m1")
+            let stored = try await withThrowingTaskGroup(of: ChannelRow.self) { group in
+                for (i, store) in stores.enumerated() {
+                    group.addTask {
+                        try await store.addChannel(ChannelRow(key: key, channelID: "ch\(i)", storagePolicy: 1, createdAt: 1))
+                    }
+                }
+                var all: [ChannelRow] = []
+                for try await row in group { all.append(row) }
+                return all
+            }
+            #expect(Set(stored).count == 1, "\(stored)")
+            let channel = try #require(stored.first)
+            #expect(try await stores[0].channel(key) == channel)
+
+            for i in 0..<400 {
+                try await stores[i % 4].enqueueBroadcast(NewBroadcast(id: "b\(i)", channel: channel, payload: Array("{}".utf8),
+                                                                      priority: 10, expiration: 0), now: 1)
+            }
+            let claimed = try await withThrowingTaskGroup(of: [String].self) { group in
+                for worker in 0..<8 {
+                    group.addTask {
+                        var mine: [String] = []
+                        while true {
+                            let batch = try await stores[worker % 4].claimBroadcasts(worker: "w\(worker)", limit: 7,
+                                                                                      leaseMillis: 600_000, now: 2)
+                            if batch.isEmpty { return mine }
+                            #expect(batch.allSatisfy { $0.broadcast.channel.storagePolicy == 1 && $0.attempts == 0 })
+                            mine += batch.map(\.broadcast.id)
+                        }
+                    }
+                }
+                var all: [String] = []
+                for try await ids in group { all += ids }
+                return all
+            }
+            #expect(claimed.count == 400 && Set(claimed).count == 400)
+            #expect(try await stores[0].pendingBroadcasts() == 400, "claimed, not final")
+        }
+    }
+
     /// `close()` ends the pool's connections and the LISTEN one (the server sees them
     /// go), wakes a waiting worker, and later calls fail with one line.
     @Test func closeEndsThePoolAndTheListenConnection() async throws {
