@@ -25,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // apns-server on PostgreSQL (several instances sharing one outbox).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The sender's hot path: ES256 provider tokens (OpenSSL) and HTTP/2 transports.
@@ -55,9 +57,15 @@ let package = Package(
             ]
         ),
         .target(name: "APNsMock", dependencies: ["CAPNsMock"]),
-        // apns-server's memory: registry, preferences, outbox, delivery log (SQLite; PostgreSQL later).
-        .target(name: "Store", dependencies: [.product(name: "GRDB", package: "GRDB.swift"),
-                                              .product(name: "GRDBSQLite", package: "GRDB.swift")]),
+        // apns-server's memory: registry, preferences, outbox, delivery log (SQLite, or PostgreSQL).
+        .target(name: "Store", dependencies: [
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            // The pool's "no connection for a minute" error, matched by type.
+            .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // HS256 for the apps' user JWTs: OpenSSL's HMAC and CRYPTO_memcmp (libcrypto is linked already).
         .target(
             name: "CServiceCrypto",

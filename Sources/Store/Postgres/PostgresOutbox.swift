@@ -1,0 +1,366 @@
+import PostgresNIO
+
+// The outbox on PostgreSQL: deliveries waiting for a worker of any instance. A row is
+// claimed by setting a lease (lease_until, claimed_by) and leaves the table when its
+// delivery is final, so the claim path holds pending and claimed rows only. Its two
+// partial indexes split those: `outbox_free` (unclaimed, by availability: what a claim
+// walks) and `outbox_leased` (claimed, by lease end: where expired leases are found).
+//
+// "Held" means claimed_by is this worker, as on SQLite. An expired lease is still
+// held until another worker claims the row: a late finish is then the truth (the
+// notification was sent) and is recorded rather than sent again.
+//
+// Row locks decide every race: a claim skips rows another transaction has locked
+// (SKIP LOCKED), and re-checks the lease of a row another claim updated meanwhile;
+// finish, renew, retry and release match `claimed_by = worker`, which a concurrent
+// claim's commit makes false.
+
+extension PostgresStore {
+    /// The channel enqueue notifies and idle workers LISTEN on.
+    static let workChannel = "apns_outbox"
+
+    /// Rows per multi-row INSERT or UPDATE (binds stay far below the protocol's 65,535).
+    static let rowsPerStatement = 1_000
+
+    public func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery],
+                        now: Int64) async throws(StoreError) {
+        try await transaction("enqueue notification \(notification.id)") { db in
+            try await db.run("""
+                INSERT INTO notifications (id, type, entity_type, entity_id, app_type, created_at)
+                VALUES (\(notification.id), \(notification.type), \(notification.entityType),
+                        \(notification.entityID), \(notification.appType), \(now))
+                """)
+            guard !deliveries.isEmpty else { return }
+
+            // Each distinct payload once (a fan-out has one per badge value). Ids come
+            // from the sequence first, so that one INSERT writes them all and each
+            // delivery knows its payload's id without reading rows back.
+            var payloadIndex: [[UInt8]: Int] = [:]
+            var distinct: [[UInt8]] = []
+            var payloadOf = [Int](repeating: 0, count: deliveries.count)
+            for (i, d) in deliveries.enumerated() {
+                if i > 0, deliveries[i - 1].payload == d.payload {
+                    payloadOf[i] = payloadOf[i - 1]
+                    continue
+                }
+                if let known = payloadIndex[d.payload] {
+                    payloadOf[i] = known
+                } else {
+                    payloadOf[i] = distinct.count
+                    payloadIndex[d.payload] = distinct.count
+                    distinct.append(d.payload)
+                }
+            }
+            let payloadIDs = try await db.rows("""
+                SELECT nextval('payloads_id_seq') FROM generate_series(1, \(distinct.count))
+                """).map { try $0.get(0, Int64.self) }
+            try await db.run("""
+                INSERT INTO payloads (id, notification_id, bytes)
+                SELECT id, \(notification.id), bytes FROM unnest(\(payloadIDs)::bigint[], \(distinct.map { ByteBuffer(bytes: $0) })::bytea[]) AS p (id, bytes)
+                """)
+
+            // Multi-row VALUES: the nullable columns (priority, collapse id, expiration)
+            // cannot travel in the arrays postgres-nio encodes.
+            for start in stride(from: 0, to: deliveries.count, by: Self.rowsPerStatement) {
+                let end = min(start + Self.rowsPerStatement, deliveries.count)
+                var binds = PostgresBindings(capacity: 3 + (end - start) * 11)
+                binds.append(notification.id)
+                binds.append(now)
+                binds.append(ByteBuffer())
+                var values: [String] = []
+                values.reserveCapacity(end - start)
+                for i in start..<end {
+                    let d = deliveries[i]
+                    let first = binds.count + 1
+                    binds.append(d.userID)
+                    binds.append(d.deviceID)
+                    binds.append(d.token)
+                    binds.append(d.environment)
+                    binds.append(d.apnsID)
+                    binds.append(payloadIDs[payloadOf[i]])
+                    binds.append(d.pushType)
+                    binds.append(d.priority.map(Int64.init))
+                    binds.append(d.collapseID)
+                    binds.append(d.expiration)
+                    binds.append(d.notBefore)
+                    let p = (first..<first + 11).map { "$\($0)" }
+                    values.append("($1, \(p[0]), \(p[1])::bigint, \(p[2]), \(p[3]), \(p[4]), $3::bytea, \(p[5])::bigint, "
+                                  + "\(p[6]), \(p[7])::integer, \(p[8])::text, \(p[9])::bigint, $2::bigint, \(p[10])::bigint)")
+                }
+                try await db.run(PostgresQuery(unsafeSQL: """
+                    INSERT INTO deliveries (notification_id, user_id, device_id, token, environment, apns_id, payload,
+                                            payload_id, push_type, priority, collapse_id, expiration, created_at,
+                                            not_before)
+                    VALUES \(values.joined(separator: ", "))
+                    """, binds: binds))
+            }
+            if deliveries.allSatisfy({ $0.notBefore == nil && $0.hold == nil }) {
+                // The common case: every delivery due now.
+                try await db.run("""
+                    INSERT INTO outbox (delivery_id, available_at)
+                    SELECT id, \(now) FROM deliveries WHERE notification_id = \(notification.id)
+                    """)
+            } else {
+                try await Self.applyHolds(db, notificationID: notification.id, deliveries,
+                                          payloadOf: payloadOf.map { payloadIDs[$0] }, now: now)
+                // Members of a window (batched) never go out themselves; carriers do.
+                try await db.run("""
+                    INSERT INTO outbox (delivery_id, available_at)
+                    SELECT id, coalesce(not_before, \(now)) FROM deliveries
+                    WHERE notification_id = \(notification.id) AND state = 'pending'
+                    """)
+            }
+            // Sent at commit, and only then: a woken worker finds the rows committed.
+            try await db.run("SELECT pg_notify(\(Self.workChannel), '')")
+        }
+    }
+
+    /// Two statements in one transaction. The first picks the oldest due rows
+    /// (skipping rows other claims hold locked) and leases them; in READ COMMITTED, a
+    /// row whose lease another claim took after this statement's snapshot is re-checked
+    /// against its new version before it is locked, so it is never leased twice.
+    ///
+    /// The second reads what sending them needs, with a snapshot of its own: an enqueue
+    /// that joined a coalescing window's carrier held the carrier's outbox row locked
+    /// until it committed, so whatever it wrote (the latest payload, one more member)
+    /// is visible here; the first statement's snapshot may predate it. The device's
+    /// state is read here too, as fresh as it gets.
+    public func claim(worker: String, limit: Int, leaseMillis: Int64,
+                      now: Int64) async throws(StoreError) -> [ClaimedDelivery] {
+        guard limit > 0 else { return [] }
+        return try await transaction("claim") { db -> [ClaimedDelivery] in
+            var binds = PostgresBindings(capacity: 4)
+            binds.append(now)
+            binds.append(Int64(limit))
+            binds.append(now + leaseMillis)
+            binds.append(worker)
+            // Claim order: by availability, then id.
+            let leased = try await db.rows(PostgresQuery(unsafeSQL: Self.claimSQL, binds: binds))
+                .map { (available: try $0.get(1, Int64.self), id: try $0.get(0, Int64.self)) }
+                .sorted { ($0.available, $0.id) < ($1.available, $1.id) }
+            guard !leased.isEmpty else { return [] }
+            let found = try await db.rows("""
+                SELECT \(unescaped: Self.claimedColumns)
+                FROM unnest(\(leased.map(\.id))::bigint[]) WITH ORDINALITY AS l (id, n)
+                JOIN deliveries d ON d.id = l.id
+                JOIN notifications n ON n.id = d.notification_id
+                LEFT JOIN devices v ON v.id = d.device_id
+                LEFT JOIN payloads p ON p.id = d.payload_id
+                ORDER BY l.n
+                """)
+            var claimed: [ClaimedDelivery] = []
+            claimed.reserveCapacity(found.count)
+            // Deliveries of one notification share their payload: one array for all.
+            var lastBytes = ByteBuffer(), lastPayload: [UInt8] = []
+            for row in found {
+                let bytes = try row.get(7, ByteBuffer.self)
+                if bytes != lastBytes {
+                    lastBytes = bytes
+                    lastPayload = Array(bytes.readableBytesView)
+                }
+                claimed.append(ClaimedDelivery(
+                    id: try row.get(0), notificationID: try row.get(1), appType: try row.get(14),
+                    delivery: NewDelivery(
+                        userID: try row.get(2), deviceID: try row.get(3), token: try row.get(4),
+                        environment: try row.get(5), apnsID: try row.get(6), payload: lastPayload,
+                        pushType: try row.get(8), priority: try row.get(9), collapseID: try row.get(10),
+                        expiration: try row.get(11)),
+                    attempts: try row.get(12), crossEnvironmentTried: try row.get(13), deviceActive: try row.get(15),
+                    batched: try row.get(16)))
+            }
+            return claimed
+        }
+    }
+
+    /// The lease: $1 now, $2 limit, $3 the lease's end, $4 the worker; returns the
+    /// leased rows' (delivery_id, available_at).
+    ///
+    /// Due rows are free ones (the partial index `outbox_free`, in claim order, where
+    /// held rows never are) and expired leases (`outbox_leased`: a dead worker's, few);
+    /// the oldest `limit` of both, as SQLite's single index gives them. Rows a CTE
+    /// locked but the limit left out are free again when the transaction ends.
+    static let claimSQL = """
+        WITH free AS (
+            SELECT delivery_id, available_at FROM outbox
+            WHERE claimed_by IS NULL AND available_at <= $1
+            ORDER BY available_at, delivery_id
+            LIMIT $2
+            FOR UPDATE SKIP LOCKED
+        ), expired AS (
+            SELECT delivery_id, available_at FROM outbox
+            WHERE claimed_by IS NOT NULL AND lease_until <= $1 AND available_at <= $1
+            ORDER BY available_at, delivery_id
+            LIMIT $2
+            FOR UPDATE SKIP LOCKED
+        ), picked AS (
+            SELECT delivery_id, available_at FROM free
+            UNION ALL
+            SELECT delivery_id, available_at FROM expired
+            ORDER BY available_at, delivery_id
+            LIMIT $2
+        )
+        -- = ANY(ARRAY(…)): probes of the primary key, where a join may hash the whole outbox.
+        UPDATE outbox SET lease_until = $3, claimed_by = $4
+        WHERE delivery_id = ANY(ARRAY(SELECT delivery_id FROM picked))
+        RETURNING delivery_id, available_at
+        """
+
+    /// What sending a claimed delivery needs, and whether its device is still an active
+    /// token of the delivery's user, app and kind (see `ClaimedDelivery.deviceActive`).
+    static let claimedColumns = """
+        d.id, d.notification_id, d.user_id, d.device_id, d.token, d.environment, d.apns_id,
+        coalesce(p.bytes, d.payload), d.push_type, d.priority, d.collapse_id, d.expiration,
+        d.attempts, d.cross_environment_tried, n.app_type,
+        coalesce(v.is_active AND v.user_id = d.user_id AND v.app_type = n.app_type
+                 AND v.platform = (CASE d.push_type WHEN 'liveactivity' THEN 'liveactivity' ELSE 'ios' END),
+                 false),
+        coalesce(d.batched, 0)
+        """
+
+    public func renew(worker: String, deliveryIDs: [Int64], leaseMillis: Int64,
+                      now: Int64) async throws(StoreError) {
+        guard !deliveryIDs.isEmpty else { return }
+        _ = try await rows("renew leases", """
+            UPDATE outbox SET lease_until = \(now + leaseMillis)
+            WHERE claimed_by = \(worker) AND delivery_id = ANY(\(deliveryIDs))
+            """)
+    }
+
+    /// `attempts` is written as given: the outcome carries the delivery's total.
+    public func finish(worker: String, _ outcomes: [DeliveryOutcome],
+                       now: Int64) async throws(StoreError) -> Int {
+        guard !outcomes.isEmpty else { return 0 }
+        return try await transaction("finish deliveries") { db in
+            // Leaving the outbox is the proof of holding it: a second finish, or one
+            // from a worker whose row another has claimed, deletes nothing.
+            var left = Set<Int64>(minimumCapacity: outcomes.count)
+            for row in try await db.rows("""
+                DELETE FROM outbox WHERE claimed_by = \(worker) AND delivery_id = ANY(\(outcomes.map(\.deliveryID)))
+                RETURNING delivery_id
+                """) {
+                left.insert(try row.get(0, Int64.self))
+            }
+            // Once each, in order (a duplicate outcome in the batch is ignored).
+            let held = outcomes.filter { left.remove($0.deliveryID) != nil }
+
+            var deviceOf: [Int64: Int64] = [:]
+            deviceOf.reserveCapacity(held.count)
+            for start in stride(from: 0, to: held.count, by: Self.rowsPerStatement) {
+                let end = min(start + Self.rowsPerStatement, held.count)
+                var binds = PostgresBindings(capacity: 1 + (end - start) * 6)
+                binds.append(now)
+                var values: [String] = []
+                for o in held[start..<end] {
+                    let first = binds.count + 1
+                    binds.append(o.deliveryID)
+                    binds.append(o.delivered ? "delivered" : "failed")
+                    binds.append(Int64(o.status))
+                    binds.append(o.reason)
+                    binds.append(o.timestamp)
+                    binds.append(Int64(o.attempts))
+                    values.append("($\(first)::bigint, $\(first + 1)::text, $\(first + 2)::integer, "
+                                  + "$\(first + 3)::text, $\(first + 4)::bigint, $\(first + 5)::integer)")
+                }
+                for row in try await db.rows(PostgresQuery(unsafeSQL: """
+                    UPDATE deliveries SET state = f.state, status = f.status, reason = f.reason,
+                                          apns_timestamp = f.apns_timestamp, attempts = f.attempts, finished_at = $1
+                    FROM (VALUES \(values.joined(separator: ", "))) AS f (id, state, status, reason, apns_timestamp, attempts)
+                    WHERE deliveries.id = f.id AND deliveries.state = 'pending'
+                    RETURNING deliveries.id, deliveries.device_id
+                    """, binds: binds)) {
+                    deviceOf[try row.get(0, Int64.self)] = try row.get(1, Int64.self)
+                }
+            }
+
+            var used: [Int64] = []
+            var changes: [(device: Int64, change: DeliveryOutcome.TokenChange)] = []
+            for outcome in held {
+                guard let deviceID = deviceOf[outcome.deliveryID] else { continue }
+                if outcome.delivered { used.append(deviceID) }
+                if let change = outcome.tokenChange { changes.append((deviceID, change)) }
+            }
+            // Workers finishing at once touch devices in overlapping sets: taking the
+            // rows' locks in one order (by id) first keeps two finishes from waiting
+            // on each other.
+            let touched = Set(used + changes.map(\.device)).sorted()
+            if !touched.isEmpty {
+                try await db.run("SELECT id FROM devices WHERE id = ANY(\(touched)) ORDER BY id FOR UPDATE")
+            }
+            for (deviceID, change) in changes {
+                try await Self.apply(change, to: deviceID, now: now, db)
+            }
+            if !used.isEmpty {
+                try await db.run("UPDATE devices SET last_used_at = \(now) WHERE id = ANY(\(used))")
+            }
+            return outcomes.count - deviceOf.count
+        }
+    }
+
+    /// Counts the ended claim in `attempts`; a retry from a worker that no longer
+    /// holds the delivery is ignored. Back in line at its old place, free for any worker.
+    public func retry(worker: String, deliveryID: Int64, environment: String, now: Int64) async throws(StoreError) {
+        _ = try await rows("retry delivery \(deliveryID)", """
+            WITH freed AS (
+                UPDATE outbox SET lease_until = NULL, claimed_by = NULL
+                WHERE delivery_id = \(deliveryID) AND claimed_by = \(worker)
+                RETURNING delivery_id
+            )
+            UPDATE deliveries SET environment = \(environment), cross_environment_tried = true, attempts = attempts + 1
+            WHERE id IN (SELECT delivery_id FROM freed)
+            """)
+    }
+
+    /// Pending again from `availableAt`, the attempt counted, the apns-ids kept: for
+    /// the rows this worker still holds only.
+    public func release(worker: String, deliveryIDs: [Int64], availableAt: Int64,
+                        now: Int64) async throws(StoreError) {
+        guard !deliveryIDs.isEmpty else { return }
+        _ = try await rows("release deliveries", """
+            WITH freed AS (
+                UPDATE outbox SET lease_until = NULL, claimed_by = NULL, available_at = \(availableAt)
+                WHERE claimed_by = \(worker) AND delivery_id = ANY(\(deliveryIDs))
+                RETURNING delivery_id
+            )
+            UPDATE deliveries SET attempts = attempts + 1 WHERE id IN (SELECT delivery_id FROM freed)
+            """)
+    }
+
+    public func outboxDepth() async throws(StoreError) -> Int {
+        do {
+            return try await rows("count the outbox", "SELECT count(*) FROM outbox")[0].get(0, Int.self)
+        } catch {
+            throw StoreError(postgres: error, "count the outbox", configuration)
+        }
+    }
+
+    public func outboxWaiting(now: Int64) async throws(StoreError) -> Int {
+        do {
+            return try await rows("count the outbox", "SELECT count(*) FROM outbox WHERE available_at > \(now)")[0]
+                .get(0, Int.self)
+        } catch {
+            throw StoreError(postgres: error, "count the outbox", configuration)
+        }
+    }
+
+    /// What an answer from APNs says about the token (the service decided which).
+    private static func apply(_ change: DeliveryOutcome.TokenChange, to deviceID: Int64, now: Int64,
+                              _ db: PostgresConnection) async throws {
+        switch change {
+        case .deactivate(let reason, let registeredBefore):
+            // A token registered again after APNs saw it die belongs to a reinstall: keep it.
+            try await db.run("""
+                UPDATE devices SET is_active = false, deactivated_reason = \(reason), deactivated_at = \(now),
+                                   updated_at = \(now)
+                WHERE id = \(deviceID) AND is_active AND registered_at < \(registeredBefore)
+                """)
+        case .deactivateNow(let reason):
+            try await db.run("""
+                UPDATE devices SET is_active = false, deactivated_reason = \(reason), deactivated_at = \(now),
+                                   updated_at = \(now)
+                WHERE id = \(deviceID) AND is_active
+                """)
+        case .moveEnvironment(let environment):
+            try await db.run("UPDATE devices SET environment = \(environment), updated_at = \(now) WHERE id = \(deviceID)")
+        }
+    }
+}

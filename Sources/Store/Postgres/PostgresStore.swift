@@ -1,0 +1,183 @@
+import Foundation
+import Logging
+import PostgresNIO
+import _ConnectionPoolModule
+
+/// The store on a PostgreSQL database shared by several apns-server instances: the
+/// database is also the queue. Workers claim with `FOR UPDATE SKIP LOCKED` under a
+/// lease (the pattern of River, Oban, Solid Queue), so no delivery is held by two
+/// workers at once, and an instance that dies leaves claims that expire.
+///
+/// The pool (postgres-nio's `PostgresClient`) runs in a task this store owns until
+/// `close()`. When the server goes away the pool reconnects on demand: a call waits
+/// for a connection (a restart costs the calls made meanwhile a few seconds), and
+/// fails with one line naming HOST:PORT once no connection could be made for a
+/// minute. `migrate()` connects on its own, so a wrong URL fails at start-up at once.
+///
+/// The methods live in files by concept: `PostgresRegistry.swift`,
+/// `PostgresOutbox.swift`, `PostgresDeliveryLog.swift`, `PostgresMigrations.swift`,
+/// `PostgresWakeups.swift` (LISTEN/NOTIFY).
+public final class PostgresStore: DeliveryStore {
+    public let configuration: Configuration
+    let client: PostgresClient
+    let wakeups: PostgresWakeups
+    private let running: Task<Void, Never>
+
+    /// Connects lazily: nothing is sent until the first call.
+    public init(_ configuration: Configuration) {
+        self.configuration = configuration
+        let client = PostgresClient(configuration: configuration.client, backgroundLogger: Self.quiet)
+        self.client = client
+        running = Task { await client.run() }
+        wakeups = PostgresWakeups(configuration)
+    }
+
+    /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`.
+    public convenience init(url: String) throws(StoreError) {
+        self.init(try Configuration(url: url))
+    }
+
+    /// Ends the pool and the LISTEN connection; calls made after it fail.
+    public func close() async {
+        await wakeups.close()
+        running.cancel()
+        await running.value
+    }
+
+    deinit { running.cancel() }
+
+    /// postgres-nio logs queries at debug level: nothing of ours goes to its log.
+    static let quiet = Logger(label: "apns-store.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    // MARK: Statements, with errors as one line
+
+    /// One statement in its own transaction (autocommit); its rows.
+    func rows(_ doing: String, _ query: PostgresQuery) async throws(StoreError) -> [PostgresRandomAccessRow] {
+        do {
+            return try await client.query(query, logger: Self.quiet).collect().map { $0.makeRandomAccess() }
+        } catch {
+            throw StoreError(postgres: error, doing, configuration)
+        }
+    }
+
+    /// One transaction on one pooled connection: committed when `body` returns,
+    /// rolled back when it throws. A deadlock or serialization failure (the server
+    /// chose this transaction as the victim) is run again, twice at most.
+    func transaction<T: Sendable>(_ doing: String,
+                                  _ body: @Sendable (PostgresConnection) async throws -> T) async throws(StoreError) -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await client.withConnection { connection in
+                    try await connection.query("BEGIN", logger: Self.quiet)
+                    do {
+                        let value = try await body(connection)
+                        try await connection.query("COMMIT", logger: Self.quiet)
+                        return value
+                    } catch {
+                        _ = try? await connection.query("ROLLBACK", logger: Self.quiet)
+                        throw error
+                    }
+                }
+            } catch let error as PSQLError where attempt < 3 && error.isTransient {
+                continue
+            } catch {
+                throw StoreError(postgres: error, doing, configuration)
+            }
+        }
+    }
+}
+
+extension PostgresConnection {
+    /// A statement's rows, read whole.
+    func rows(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {
+        try await self.query(query, logger: PostgresStore.quiet).collect().map { $0.makeRandomAccess() }
+    }
+
+    /// A statement whose rows do not matter.
+    func run(_ query: PostgresQuery) async throws {
+        _ = try await self.query(query, logger: PostgresStore.quiet).collect()
+    }
+}
+
+extension PostgresRandomAccessRow {
+    /// Column `index` as `T` (an Optional for a nullable column).
+    func get<T: PostgresDecodable>(_ index: Int, _ type: T.Type = T.self) throws -> T {
+        try self[index].decode(T.self)
+    }
+}
+
+extension PSQLError {
+    /// deadlock_detected, serialization_failure: worth running the transaction again.
+    var isTransient: Bool {
+        code == .server && ["40P01", "40001"].contains(serverInfo?[.sqlState] ?? "")
+    }
+}
+
+extension StoreError {
+    /// "enqueue notification n2: duplicate key value violates unique constraint …",
+    /// "claim: cannot reach PostgreSQL at 127.0.0.1:5432: connection refused".
+    /// postgres-nio hides its errors' text on purpose (it may hold data); the server's
+    /// message and the socket's errno are what an operator needs, and neither holds
+    /// the password.
+    init(postgres error: any Error, _ doing: String, _ config: PostgresStore.Configuration) {
+        let at = "PostgreSQL at \(config.endpoint)"
+        switch error {
+        case let error as StoreError:
+            self = error
+        case let error as PSQLError:
+            switch error.code {
+            case .server:
+                let message = error.serverInfo?[.message] ?? "an error without a message"
+                let state = error.serverInfo?[.sqlState] ?? ""
+                // Who may connect where (28: authorization, 3D: no such database,
+                // 08: connection, 57P: the server shutting down) is about the server,
+                // not the statement: say which one.
+                if ["28", "3D", "08", "57"].contains(where: state.hasPrefix) {
+                    self.init("\(doing): \(at): \(message)")
+                } else {
+                    self.init("\(doing): \(message)")
+                }
+            case .connectionError, .serverClosedConnection, .uncleanShutdown:
+                self.init("\(doing): cannot reach \(at): \(Self.reason(error.underlying))")
+            case .sslUnsupported:
+                self.init("\(doing): \(at) does not offer TLS (sslmode=require)")
+            case .authMechanismRequiresPassword:
+                self.init("\(doing): \(at) asks for a password and the URL has none")
+            case .poolClosed, .clientClosedConnection:
+                self.init("\(doing): the store is closed")
+            default:
+                self.init("\(doing): \(at): \(error.code)")
+            }
+        case let error as ConnectionPoolError where error == .poolShutdown:
+            self.init("\(doing): the store is closed")
+        case let error as ConnectionPoolError where error == .connectionCreationCircuitBreakerTripped:
+            self.init("\(doing): cannot reach \(at): no connection could be made for a minute")
+        case let error as PostgresDecodingError:
+            self.init("\(doing): column \(error.columnName) is not what this program expects (\(error.code))")
+        default:
+            self.init("\(doing): \(error)")
+        }
+    }
+
+    /// Why a connection failed, as the socket said it: "connection refused".
+    static func reason(_ error: (any Error)?) -> String {
+        switch error {
+        case let error as NIOConnectionError:
+            if let first = error.connectionErrors.first { return reason(first.error) }
+            if error.dnsAError != nil || error.dnsAAAAError != nil { return "cannot resolve \(error.host)" }
+            return "no address to connect to"
+        case let error as IOError:
+            let text = String(cString: strerror(error.errnoCode))
+            return text.prefix(1).lowercased() + text.dropFirst()
+        case let error as ChannelError:
+            if case .connectTimeout = error { return "no answer to the connection (timed out)" }
+            return "\(error)"
+        case nil:
+            return "the server closed the connection"
+        case let error?:
+            return "\(error)"
+        }
+    }
+}

@@ -1,0 +1,773 @@
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+@testable import Store
+
+/// The SQLite store's behaviours (RegistryTests, OutboxTests, TokenChangeTests,
+/// ConcurrencyTests), on a real PostgreSQL server: one cluster for the suite, a new
+/// database per test.
+@Suite(.postgresCluster) struct PostgresStoreTests {
+    // MARK: Registry
+
+    @Test func registerIsAnUpsertThatMovesReactivatesAndRestampsTheToken() async throws {
+        try await withPostgres { store in
+            try await store.register(registration("u1", 1, company: "c1", name: "iPhone 15 Pro"), now: 100)
+            let id = try #require(try await store.devices(userID: "u1").first?.id)
+            #expect(try await store.unregister(userID: "u1", token: token(1), now: 150))
+
+            try await store.register(registration("u2", 1, company: "c2", environment: "sandbox"), now: 200)
+            #expect(try await store.devices(userID: "u1").isEmpty)
+            let rows = try await store.devices(userID: "u2")
+            #expect(rows.count == 1)
+            #expect(rows.first?.id == id)
+            #expect(rows.first?.deviceName == "iPhone 15 Pro")
+            #expect(rows.first?.createdAt == 100)
+            #expect(try await store.scalar("SELECT count(*) FROM devices") == 1)
+            #expect(try await store.scalar("SELECT registered_at FROM devices WHERE id = \(id)") == 200)
+            #expect(try await store.scalar("SELECT count(*) FROM devices WHERE deactivated_at IS NULL AND is_active") == 1)
+            let recipients = try await store.recipients(appType: "staff", audience: .company("c2"))
+            #expect(recipients == [Recipient(userID: "u2", preferences: [:],
+                                             devices: [.init(id: id, token: token(1), environment: "sandbox")])])
+
+            // The same token in the other app is another device; upper case is the same token.
+            try await store.register(registration("u2", 1, app: "customer"), now: 300)
+            var upper = registration("u2", 1)
+            upper.token = upper.token.uppercased()
+            try await store.register(upper, now: 300)
+            #expect(try await store.scalar("SELECT count(*) FROM devices") == 2)
+        }
+    }
+
+    @Test func unregisterTouchesOnlyThisUsersActiveToken() async throws {
+        try await withPostgres { store in
+            try await register(store, "u1", 1)
+            #expect(try await store.unregister(userID: "u2", token: token(1), now: 10) == false)
+            #expect(try await store.unregister(userID: "u1", token: token(9), now: 10) == false)
+            #expect(try await store.devices(userID: "u1").count == 1)
+
+            #expect(try await store.unregister(userID: "u1", token: token(1), now: 10))
+            #expect(try await store.unregister(userID: "u1", token: token(1), now: 11) == false)
+            #expect(try await store.devices(userID: "u1").isEmpty)
+            #expect(try await store.scalar("""
+                SELECT count(*) FROM devices WHERE NOT is_active AND deactivated_reason = 'unregistered' AND deactivated_at = 10
+                """) == 1)
+        }
+    }
+
+    @Test func devicesListsActiveTokensNewestFirst() async throws {
+        try await withPostgres { store in
+            let old = try await register(store, "u1", 1, now: 100)
+            let android = try await register(store, "u1", 2, platform: "android", now: 200)
+            let customer = try await register(store, "u1", 3, app: "customer", now: 300)
+            try await register(store, "u1", 4, now: 400)
+            _ = try await store.unregister(userID: "u1", token: token(4), now: 500)
+            try await register(store, "u2", 5, now: 600)
+
+            let rows = try await store.devices(userID: "u1")
+            #expect(rows.map(\.id) == [customer, android, old])
+            #expect(rows.map(\.platform) == ["ios", "android", "ios"])
+            #expect(rows.first?.lastUsedAt == nil)
+        }
+    }
+
+    @Test func preferencesKeepSavedKeysPerUserAndApp() async throws {
+        try await withPostgres { store in
+            #expect(try await store.preferences(userID: "u1", appType: "staff") == [:])
+            try await store.updatePreferences(userID: "u1", appType: "staff", ["newEnquiry": false], now: 1)
+            try await store.updatePreferences(userID: "u1", appType: "staff",
+                                              ["newEnquiry": true, "orderCreated": false], now: 2)
+            try await store.updatePreferences(userID: "u1", appType: "customer", ["orderCreated": true], now: 2)
+            try await store.updatePreferences(userID: "u1", appType: "staff", [:], now: 3)
+            #expect(try await store.preferences(userID: "u1", appType: "staff") == ["newEnquiry": true, "orderCreated": false])
+            #expect(try await store.preferences(userID: "u1", appType: "customer") == ["orderCreated": true])
+            #expect(try await store.preferences(userID: "u2", appType: "staff") == [:])
+            #expect(try await store.scalar("SELECT max(updated_at) FROM preferences WHERE app_type = 'staff'") == 2)
+
+            // Settings are text beside the toggles; a key may change from one to the other.
+            try await store.updatePreferences(userID: "u1", appType: "staff",
+                                              ["quietHoursStart": "22:00", "orderCreated": "off"], now: 4)
+            #expect(try await store.preferences(userID: "u1", appType: "staff")
+                    == ["newEnquiry": true, "orderCreated": "off", "quietHoursStart": "22:00"])
+            let recipients = try await store.recipients(appType: "staff", audience: .users(["u1"]))
+            #expect(recipients.first?.preferences["quietHoursStart"] == "22:00")
+        }
+    }
+
+    @Test func recipientsByUsersKeepTheOrderGivenWithSavedPreferencesAndActiveIOSTokens() async throws {
+        try await withPostgres { store in
+            let a = try await register(store, "u1", 1, now: 1)
+            let b = try await register(store, "u1", 2, now: 2)
+            try await register(store, "u1", 3, platform: "android", now: 3)
+            try await register(store, "u1", 4, app: "customer", now: 4)
+            try await register(store, "u2", 5, now: 5)
+            _ = try await store.unregister(userID: "u2", token: token(5), now: 6)
+            try await store.updatePreferences(userID: "u1", appType: "staff", ["orderCreated": false], now: 1)
+            try await store.updatePreferences(userID: "u1", appType: "customer", ["orderCreated": true], now: 1)
+            try await store.updatePreferences(userID: "u2", appType: "staff", ["notificationsEnabled": false], now: 1)
+
+            let recipients = try await store.recipients(appType: "staff", audience: .users(["u2", "u1", "u2", "nobody"]))
+            #expect(recipients == [
+                Recipient(userID: "u2", preferences: ["notificationsEnabled": false], devices: []),
+                Recipient(userID: "u1", preferences: ["orderCreated": false], devices: [
+                    .init(id: b, token: token(2), environment: "production"),
+                    .init(id: a, token: token(1), environment: "production"),
+                ]),
+                Recipient(userID: "nobody", preferences: [:], devices: []),
+            ])
+            #expect(try await store.recipients(appType: "staff", audience: .users([])) == [])
+        }
+    }
+
+    @Test func recipientsByCompanyAreUsersWithAnActiveTokenOfTheAppThere() async throws {
+        try await withPostgres { store in
+            let u1 = try await register(store, "u1", 1, company: "c1")
+            try await register(store, "u1", 2, company: "c2")
+            let u3 = try await register(store, "u3", 3, company: "c1")
+            try await register(store, "u4", 4, platform: "android", company: "c1")
+            try await register(store, "u5", 5, company: "c2")
+            try await register(store, "u6", 6, app: "customer", company: "c1")
+            try await register(store, "u7", 7, company: "c1")
+            _ = try await store.unregister(userID: "u7", token: token(7), now: 5)
+            try await store.updatePreferences(userID: "u3", appType: "staff", ["newEnquiry": false], now: 1)
+
+            let recipients = try await store.recipients(appType: "staff", audience: .company("c1"))
+            #expect(recipients == [
+                Recipient(userID: "u1", preferences: [:], devices: [.init(id: u1, token: token(1), environment: "production")]),
+                Recipient(userID: "u3", preferences: ["newEnquiry": false],
+                          devices: [.init(id: u3, token: token(3), environment: "production")]),
+                Recipient(userID: "u4", preferences: [:], devices: []),
+            ])
+            #expect(try await store.recipients(appType: "staff", audience: .company("none")) == [])
+        }
+    }
+
+    // MARK: Outbox
+
+    @Test func enqueueIsAllOrNothingAndCommittedWhenItReturns() async throws {
+        try await withPostgres(instances: 2) { stores in
+            let (store, other) = (stores[0], stores[1])
+            var deliveries = try await enqueue(store, "n1", [("u1", 1), ("u2", 2)])
+            deliveries = (0..<3).map { i in
+                NewDelivery(userID: "u\(i)", deviceID: Int64(i), token: token(i), environment: "sandbox",
+                            apnsID: i == 2 ? deliveries[0].apnsID : "n2-\(i)", payload: [1, 2, 3])
+            }
+            let error = await #expect(throws: StoreError.self) {
+                try await store.enqueue(NewNotification(id: "n2", type: "t", entityType: nil, entityID: nil,
+                                                        appType: "staff"), deliveries, now: 2)
+            }
+            #expect(error?.description
+                    == #"enqueue notification n2: duplicate key value violates unique constraint "deliveries_apns_id_key""#)
+            #expect(try await store.notification(id: "n2") == nil)
+            #expect(try await store.delivery(apnsID: "n2-0") == nil)
+            #expect(try await store.outboxDepth() == 2)
+
+            // Another instance on the database sees it all.
+            let view = try #require(try await other.notification(id: "n1"))
+            #expect(view.type == "order_created" && view.entityID == "o-n1" && view.createdAt == 1)
+            #expect(view.deliveries.map(\.state) == ["pending", "pending"])
+            #expect(view.deliveries.map(\.apnsID) == ["n1-0", "n1-1"])
+            #expect(try await other.outboxDepth() == 2)
+        }
+    }
+
+    @Test func aLargeFanOutStoresEachDistinctPayloadOnce() async throws {
+        try await withPostgres { store in
+            // 2,500 deliveries (three multi-row statements), two badge values.
+            let deliveries = (0..<2_500).map { i in
+                NewDelivery(userID: "u\(i)", deviceID: Int64(i), token: token(i), environment: "production",
+                            apnsID: "big-\(i)", payload: Array(#"{"aps":{"badge":\#(i % 2)}}"#.utf8),
+                            priority: i % 3 == 0 ? nil : 10, collapseID: i % 5 == 0 ? "c" : nil)
+            }
+            try await store.enqueue(NewNotification(id: "big", type: "t", entityType: nil, entityID: nil, appType: "staff"),
+                                    deliveries, now: 1)
+            #expect(try await store.scalar("SELECT count(*) FROM payloads") == 2)
+            #expect(try await store.outboxDepth() == 2_500)
+            var claimed: [ClaimedDelivery] = []
+            while true {
+                let batch = try await store.claim(worker: "w", limit: 1_000, leaseMillis: 60_000, now: 2)
+                if batch.isEmpty { break }
+                claimed += batch
+            }
+            #expect(claimed.map(\.delivery) == deliveries)
+        }
+    }
+
+    @Test func claimTakesTheOldestFreeDeliveriesUpToTheLimitWithEverythingToSendThem() async throws {
+        try await withPostgres { store in
+            try await enqueueMany(store, "new", count: 3, now: 200)
+            try await enqueueMany(store, "old", count: 3, now: 100)
+            try await enqueueMany(store, "later", count: 2, now: 1_000)
+
+            let first = try await store.claim(worker: "w1", limit: 4, leaseMillis: 60_000, now: 300)
+            #expect(first.map(\.delivery.apnsID) == ["old-0", "old-1", "old-2", "new-0"])
+            let second = try await store.claim(worker: "w2", limit: 10, leaseMillis: 60_000, now: 300)
+            #expect(second.map(\.delivery.apnsID) == ["new-1", "new-2"])
+            #expect(try await store.claim(worker: "w3", limit: 10, leaseMillis: 60_000, now: 300).isEmpty)
+            #expect(try await store.claim(worker: "w3", limit: 0, leaseMillis: 60_000, now: 2_000).isEmpty)
+            #expect(try await store.outboxDepth() == 8)
+
+            let claimed = try #require(first.first)
+            #expect(claimed.notificationID == "old" && claimed.appType == "staff")
+            #expect(claimed.delivery == NewDelivery(userID: "u0", deviceID: 0, token: token(0), environment: "production",
+                                                   apnsID: "old-0", payload: Array(#"{"aps":{"alert":"old 0"}}"#.utf8)))
+            #expect(claimed.attempts == 0 && claimed.crossEnvironmentTried == false)
+            #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by = 'w1' AND lease_until = 60300") == 4)
+        }
+    }
+
+    @Test func theHeadersTravelWithTheDelivery() async throws {
+        try await withPostgres { store in
+            let sent = NewDelivery(userID: "u1", deviceID: 7, token: token(7), environment: "sandbox", apnsID: "a-1",
+                                   payload: Array(repeating: 0x41, count: 4096), pushType: "background", priority: 5,
+                                   collapseID: "c", expiration: 1_700_000_000)
+            try await store.enqueue(NewNotification(id: "n", type: "t", entityType: nil, entityID: nil, appType: "customer"),
+                                    [sent], now: 1)
+            let claimed = try await store.claim(worker: "w", limit: 1, leaseMillis: 10, now: 1)
+            #expect(claimed.map(\.delivery) == [sent])
+            #expect(claimed.map(\.appType) == ["customer"])
+        }
+    }
+
+    @Test func aClaimSaysWhetherTheDeviceIsStillWhatItWasAtEnqueue() async throws {
+        try await withPostgres { store in
+            let kept = try await register(store, "u1", 1)
+            let loggedOut = try await register(store, "u1", 2)
+            let moved = try await register(store, "u1", 3)
+            try await enqueue(store, "n", [("u1", kept), ("u1", loggedOut), ("u1", moved), ("u1", 999_999)])
+            _ = try await store.unregister(userID: "u1", token: token(2), now: 2)
+            try await store.register(registration("u9", 3), now: 2)
+
+            let claimed = try await store.claim(worker: "w", limit: 10, leaseMillis: 1_000, now: 3)
+            #expect(claimed.map(\.deviceActive) == [true, false, false, false])
+        }
+    }
+
+    @Test func anExpiredLeaseGoesToAnotherWorkerWithTheSameApnsIDAndTheFirstWorkersFinishIsIgnored() async throws {
+        try await withPostgres(instances: 2) { stores in
+            let (one, two) = (stores[0], stores[1])
+            try await enqueueMany(one, "n", count: 1, now: 0)
+            let first = try #require(try await one.claim(worker: "w1", limit: 10, leaseMillis: 1_000, now: 0).first)
+
+            #expect(try await two.claim(worker: "w2", limit: 10, leaseMillis: 1_000, now: 999).isEmpty)
+            let again = try await two.claim(worker: "w2", limit: 10, leaseMillis: 1_000, now: 1_000)
+            #expect(again.map(\.id) == [first.id])
+            #expect(again.map(\.delivery.apnsID) == [first.delivery.apnsID])
+
+            #expect(try await one.finish(worker: "w1", [delivered(first.id, status: 410)], now: 1_100) == 1)
+            #expect(try await one.delivery(apnsID: "n-0")?.state == "pending")
+            #expect(try await one.outboxDepth() == 1)
+            try await one.renew(worker: "w1", deliveryIDs: [first.id], leaseMillis: 1_000_000, now: 1_100)
+            try await one.retry(worker: "w1", deliveryID: first.id, environment: "sandbox", now: 1_100)
+            try await one.release(worker: "w1", deliveryIDs: [first.id], availableAt: 0, now: 1_100)
+            #expect(try await one.scalar("SELECT lease_until FROM outbox WHERE claimed_by = 'w2'") == 2_000)
+            #expect(try await one.delivery(apnsID: "n-0")?.environment == "production")
+            #expect(try await one.delivery(apnsID: "n-0")?.attempts == 0)
+
+            #expect(try await two.finish(worker: "w2", [delivered(first.id)], now: 1_200) == 0)
+            #expect(try await one.delivery(apnsID: "n-0")?.state == "delivered")
+            #expect(try await one.outboxDepth() == 0)
+        }
+    }
+
+    @Test func aLateFinishIsRecordedWhileNoOtherWorkerTookTheDelivery() async throws {
+        try await withPostgres { store in
+            try await enqueueMany(store, "n", count: 1, now: 0)
+            let id = try #require(try await store.claim(worker: "w1", limit: 1, leaseMillis: 1_000, now: 0).first?.id)
+            #expect(try await store.finish(worker: "w1", [delivered(id)], now: 5_000) == 0)
+            #expect(try await store.claim(worker: "w2", limit: 1, leaseMillis: 1_000, now: 5_000).isEmpty)
+            #expect(try await store.delivery(apnsID: "n-0")?.state == "delivered")
+        }
+    }
+
+    @Test func finishingTwiceLeavesOneFinalEntry() async throws {
+        try await withPostgres { store in
+            let device = try await register(store, "u1", 1)
+            try await enqueue(store, "n", [("u1", device)])
+            let id = try #require(try await store.claim(worker: "w", limit: 1, leaseMillis: 1_000, now: 10).first?.id)
+
+            #expect(try await store.finish(worker: "w", [delivered(id, at: 15, attempts: 2),
+                                                         delivered(id, status: 410, at: 16)], now: 20) == 1)
+            #expect(try await store.finish(worker: "w", [delivered(id, status: 410, at: 25, attempts: 1)], now: 30) == 1)
+
+            let view = try #require(try await store.delivery(apnsID: "n-0"))
+            #expect(view == DeliveryView(notificationID: "n", userID: "u1", token: token(1), environment: "production",
+                                         state: "delivered", apnsID: "n-0", status: 200, reason: nil, timestamp: 15,
+                                         attempts: 2, finishedAt: 20))
+            #expect(try await store.notification(id: "n")?.deliveries == [view])
+            #expect(try await store.outboxDepth() == 0)
+            #expect(try await store.devices(userID: "u1").first?.lastUsedAt == 20)
+        }
+    }
+
+    @Test func aFailureIsRecordedWithItsReason() async throws {
+        try await withPostgres { store in
+            let device = try await register(store, "u1", 1)
+            try await enqueue(store, "n", [("u1", device)])
+            let id = try #require(try await store.claim(worker: "w", limit: 1, leaseMillis: 1_000, now: 10).first?.id)
+            let outcome = DeliveryOutcome(deliveryID: id, delivered: false, status: 400, reason: "BadTopic",
+                                          timestamp: 12, attempts: 1)
+            #expect(try await store.finish(worker: "w", [outcome], now: 13) == 0)
+            let view = try #require(try await store.delivery(apnsID: "n-0"))
+            #expect(view.state == "failed" && view.status == 400 && view.reason == "BadTopic" && view.finishedAt == 13)
+            #expect(try await store.devices(userID: "u1").first?.lastUsedAt == nil)
+            #expect(try await store.devices(userID: "u1").count == 1)
+        }
+    }
+
+    @Test func renewExtendsOnlyTheLeasesThisWorkerHolds() async throws {
+        try await withPostgres { store in
+            try await enqueueMany(store, "n", count: 2, now: 0)
+            let mine = try await store.claim(worker: "w1", limit: 1, leaseMillis: 100, now: 0).map(\.id)
+            let theirs = try await store.claim(worker: "w2", limit: 1, leaseMillis: 100, now: 0).map(\.id)
+
+            try await store.renew(worker: "w1", deliveryIDs: mine + theirs, leaseMillis: 1_000, now: 50)
+            let free = try await store.claim(worker: "w3", limit: 10, leaseMillis: 1_000_000, now: 500)
+            #expect(free.map(\.id) == theirs)
+            #expect(try await store.claim(worker: "w3", limit: 10, leaseMillis: 100, now: 1_050).map(\.id) == mine)
+        }
+    }
+
+    @Test func retryPutsTheDeliveryBackForTheOtherEnvironmentWithItsApnsID() async throws {
+        try await withPostgres { store in
+            try await enqueueMany(store, "n", count: 2)
+            let first = try #require(try await store.claim(worker: "w1", limit: 1, leaseMillis: 60_000, now: 10).first)
+
+            try await store.retry(worker: "w1", deliveryID: first.id, environment: "sandbox", now: 20)
+            let again = try #require(try await store.claim(worker: "w2", limit: 1, leaseMillis: 60_000, now: 20).first)
+            #expect(again.id == first.id)
+            #expect(again.delivery.apnsID == first.delivery.apnsID)
+            #expect(again.delivery.environment == "sandbox")
+            #expect(again.crossEnvironmentTried)
+            #expect(again.attempts == 1)
+            #expect(try await store.delivery(apnsID: first.delivery.apnsID)?.state == "pending")
+            #expect(try await store.outboxDepth() == 2)
+        }
+    }
+
+    @Test func releaseGivesHeldDeliveriesBackFromALaterTimeWithTheAttemptCounted() async throws {
+        try await withPostgres { store in
+            try await enqueueMany(store, "n", count: 2)
+            let claimed = try await store.claim(worker: "w1", limit: 2, leaseMillis: 60_000, now: 10)
+            try await store.release(worker: "w1", deliveryIDs: claimed.map(\.id), availableAt: 500, now: 20)
+            #expect(try await store.claim(worker: "w2", limit: 10, leaseMillis: 60_000, now: 499).isEmpty)
+            let again = try await store.claim(worker: "w2", limit: 10, leaseMillis: 60_000, now: 500)
+            #expect(again.map(\.delivery.apnsID) == claimed.map(\.delivery.apnsID))
+            #expect(again.map(\.attempts) == [1, 1])
+        }
+    }
+
+    // MARK: Token changes
+
+    @Test func a410DeactivatesOnlyATokenRegisteredBeforeItsTimestamp() async throws {
+        try await withPostgres { store in
+            let stale = try await register(store, "u1", 1, now: 100)
+            let reinstalled = try await register(store, "u1", 2, now: 100)
+            try await register(store, "u1", 2, now: 300)
+            try await enqueue(store, "n", [("u1", stale), ("u1", reinstalled)], now: 400)
+
+            try await finishAll(store, now: 500) { claimed in
+                delivered(claimed.id, status: 410, at: 200, .deactivate(reason: "Unregistered", registeredBefore: 200))
+            }
+            #expect(try await store.devices(userID: "u1").map(\.id) == [reinstalled])
+            #expect(try await store.scalar("""
+                SELECT count(*) FROM devices WHERE id = \(stale) AND deactivated_reason = 'Unregistered' AND deactivated_at = 500
+                """) == 1)
+            try await enqueue(store, "m", [("u1", reinstalled)], now: 600)
+            try await finishAll(store, now: 700) { claimed in
+                delivered(claimed.id, status: 410, at: 300, .deactivate(reason: "Unregistered", registeredBefore: 300))
+            }
+            #expect(try await store.devices(userID: "u1").map(\.id) == [reinstalled])
+        }
+    }
+
+    @Test func deactivateNowIgnoresTheRegistrationTimeAndMoveEnvironmentMovesTheToken() async throws {
+        try await withPostgres { store in
+            let device = try await register(store, "u1", 1, now: 1_000)
+            let other = try await register(store, "u1", 2, now: 1_000)
+            try await enqueue(store, "n", [("u1", device), ("u1", other)], now: 1_000)
+            try await finishAll(store, now: 1_001) { claimed in
+                claimed.delivery.deviceID == device
+                    ? DeliveryOutcome(deliveryID: claimed.id, delivered: false, status: 400, reason: "DeviceTokenNotForTopic",
+                                      timestamp: 1_001, attempts: 1,
+                                      tokenChange: .deactivateNow(reason: "DeviceTokenNotForTopic"))
+                    : delivered(claimed.id, .moveEnvironment("sandbox"))
+            }
+            #expect(try await store.devices(userID: "u1").map(\.id) == [other])
+            #expect(try await store.scalar("SELECT count(*) FROM devices WHERE deactivated_reason = 'DeviceTokenNotForTopic'") == 1)
+            let recipients = try await store.recipients(appType: "staff", audience: .users(["u1"]))
+            #expect(recipients.first?.devices == [.init(id: other, token: token(2), environment: "sandbox")])
+            #expect(try await store.devices(userID: "u1").first?.lastUsedAt == 1_001)
+        }
+    }
+
+    /// Claims every pending delivery for "w" and finishes each with the outcome `decide` gives.
+    func finishAll(_ store: PostgresStore, now: Int64, _ decide: (ClaimedDelivery) -> DeliveryOutcome) async throws {
+        let claimed = try await store.claim(worker: "w", limit: 100, leaseMillis: 1_000, now: now)
+        #expect(!claimed.isEmpty)
+        #expect(try await store.finish(worker: "w", claimed.map(decide), now: now) == 0)
+    }
+
+    // MARK: Several instances
+
+    @Test func workersOnSeveralInstancesClaimingAtOnceNeverHoldTheSameDelivery() async throws {
+        try await withPostgres(instances: 4) { stores in
+            for n in 0..<5 { try await enqueueMany(stores[0], "n\(n)", count: 1_000) }
+
+            // Twelve workers, three per instance, claim in small batches (leases outlive
+            // the test) until nothing is free; every second batch is finished at once,
+            // so claims interleave with deletes. Each waits after its first batch until
+            // all have one, so that they all race.
+            let started = ClaimersStarted()
+            let claims = try await withThrowingTaskGroup(of: (worker: Int, ids: [Int64]).self) { group in
+                for worker in 0..<12 {
+                    let store = stores[worker % stores.count]
+                    group.addTask {
+                        var mine: [Int64] = []
+                        while true {
+                            let batch = try await store.claim(worker: "w\(worker)", limit: 37,
+                                                              leaseMillis: 3_600_000, now: 10)
+                            if batch.isEmpty { return (worker, mine) }
+                            if mine.isEmpty {
+                                started.count.withLock { $0 += 1 }
+                                while started.count.withLock({ $0 }) < 12 { try await Task.sleep(for: .milliseconds(1)) }
+                            }
+                            mine += batch.map(\.id)
+                            if mine.count % 2 == 0 {
+                                #expect(try await store.finish(worker: "w\(worker)", batch.map { delivered($0.id) },
+                                                               now: 11) == 0)
+                            }
+                        }
+                    }
+                }
+                var all = Array(repeating: [Int64](), count: 12)
+                for try await (worker, ids) in group { all[worker] = ids }
+                return all
+            }
+            let all = claims.flatMap { $0 }
+            #expect(all.count == 5_000)
+            #expect(Set(all).count == 5_000)
+            // Every instance took part, or the test proves nothing.
+            for instance in 0..<stores.count {
+                #expect(claims.indices.filter { $0 % stores.count == instance }.map { claims[$0].count }.reduce(0, +) > 0)
+            }
+            #expect(try await stores[0].scalar("SELECT count(*) FROM deliveries WHERE state = 'pending'")
+                    == stores[0].scalar("SELECT count(*) FROM outbox"))
+            #expect(try await stores[0].scalar("SELECT count(*) FROM outbox WHERE claimed_by IS NULL") == 0)
+        }
+    }
+
+    @Test func migratingTwiceAndFromSeveralInstancesAtOnceIsHarmless() async throws {
+        for _ in 0..<3 {
+            let url = try suiteCluster().createDatabase()
+            let stores = try (0..<4).map { _ in try PostgresStore(url: url) }
+            // Instances starting at once on an empty database.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for store in stores { group.addTask { try await store.migrate() } }
+                try await group.waitForAll()
+            }
+            try await stores[0].migrate()
+            #expect(try await stores[0].scalar("SELECT count(*) FROM schema_migrations")
+                    == Int64(PostgresMigrations.steps.count))
+            #expect(try await stores[0].scalar("SELECT max(version) FROM schema_migrations")
+                    == Int64(PostgresMigrations.steps.count))
+            #expect(try await stores[0].scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'outbox'") == 1)
+
+            // Migrating keeps what is there.
+            try await register(stores[1], "u1", 1)
+            try await stores[2].migrate()
+            #expect(try await stores[3].devices(userID: "u1").count == 1)
+            for store in stores { await store.close() }
+        }
+    }
+
+    @Test func aDatabaseFromANewerProgramIsRefused() async throws {
+        try await withPostgres { store in
+            try await store.execute("INSERT INTO schema_migrations (version) VALUES (99)")
+            let error = await #expect(throws: StoreError.self) { try await store.migrate() }
+            #expect(error?.description
+                    == "the database is at schema version 99, newer than this program's \(PostgresMigrations.steps.count)")
+        }
+    }
+
+    @Test func anIdleWorkerWakesWhenAnotherInstanceEnqueues() async throws {
+        try await withPostgres(instances: 2) { stores in
+            let (worker, api) = (stores[0], stores[1])
+            // The first wait opens the LISTEN connection; a (re)connect is itself a wake.
+            _ = await worker.waitForWork(timeout: .milliseconds(1))
+            while worker.wakeups.listenCount == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            while await worker.waitForWork(timeout: .milliseconds(1)) {}
+
+            // A wait that only a notification can end (the timeout is ten minutes).
+            async let woken = worker.waitForWork(timeout: .seconds(600))
+            try await enqueueMany(api, "n", count: 1)
+            #expect(await woken)
+            #expect(try await worker.claim(worker: "w", limit: 10, leaseMillis: 1_000, now: 1).count == 1)
+            #expect(await worker.waitForWork(timeout: .milliseconds(1)) == false)
+        }
+    }
+
+    // MARK: The claim's index, and windows across instances
+
+    /// The rows a worker holds are not in the claim's index: a claim behind 2,000
+    /// held rows reads the 100 it takes and no more (EXPLAIN ANALYZE counts the rows
+    /// each step read, a state, not a time).
+    @Test func theClaimWalksOnlyFreeDueRowsOfItsPartialIndex() async throws {
+        try await withPostgres { store in
+            try await enqueueMany(store, "n", count: 5_000)
+            #expect(try await store.claim(worker: "busy", limit: 2_000, leaseMillis: 600_000, now: 2).count == 2_000)
+            try await store.execute("ANALYZE")
+            let plan = try await store.texts("""
+                EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) \(PostgresStore.claimSQL
+                    .replacingOccurrences(of: "$1", with: "2").replacingOccurrences(of: "$2", with: "100")
+                    .replacingOccurrences(of: "$3", with: "600000").replacingOccurrences(of: "$4", with: "'explain'"))
+                """).compactMap { $0.first ?? nil }
+            let text = plan.joined(separator: "\n")
+            let free = try #require(plan.first { $0.contains("Index Scan using outbox_free on outbox") }, "\(text)")
+            #expect(free.contains("actual rows=100 "), "\(text)")
+            #expect(!text.contains("Seq Scan on outbox"), "\(text)")
+            #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by = 'explain'") == 100)
+            #expect(try await store.scalar("SELECT min(delivery_id) FROM outbox WHERE claimed_by = 'explain'")
+                    == store.scalar("SELECT min(id) FROM deliveries") .map { $0 + 2_000 }, "the oldest free ones")
+        }
+    }
+
+    /// Enqueues on four instances at once for one device's window, while workers
+    /// claim its carrier: every member ends carried by exactly one carrier, and each
+    /// carrier went out with the members it had when it was claimed (none joined a
+    /// carrier already taken, whose payload was on its way).
+    @Test func enqueuesOnSeveralInstancesJoinOneWindowAndNeverATakenOne() async throws {
+        try await withPostgres(instances: 4) { stores in
+            let members = 200
+            func member(_ i: Int) -> NewDelivery {
+                // Due at once (the carrier may be claimed any time), the window open for long.
+                NewDelivery(userID: "u1", deviceID: 1, token: token(1), environment: "production", apnsID: "m\(i)",
+                            payload: Array(#"{"aps":{"alert":"\#(i)"}}"#.utf8), notBefore: 1,
+                            hold: Hold(kind: .coalesce(carrierAPNsID: "c\(i)", carrierCollapseID: "job"), key: "job",
+                                       closesAt: 1_000_000))
+            }
+            let claimedBatches = try await withThrowingTaskGroup(of: [ClaimedDelivery].self) { group in
+                for instance in 0..<4 {
+                    group.addTask {
+                        for i in stride(from: instance, to: members, by: 4) {
+                            try await stores[instance].enqueue(
+                                NewNotification(id: "n\(i)", type: "t", entityType: nil, entityID: nil, appType: "staff"),
+                                [member(i)], now: 1)
+                        }
+                        return []
+                    }
+                }
+                // Two workers claim while the enqueues run, and until nothing is left.
+                let enqueued: @Sendable () async throws -> Int64 = {
+                    try await stores[0].scalar("SELECT count(*) FROM deliveries WHERE apns_id LIKE 'm%'") ?? 0
+                }
+                for worker in 0..<2 {
+                    group.addTask {
+                        var mine: [ClaimedDelivery] = []
+                        while true {
+                            let done = try await enqueued() == Int64(members)
+                            let batch = try await stores[worker].claim(worker: "w\(worker)", limit: 10,
+                                                                        leaseMillis: 600_000, now: 2)
+                            mine += batch
+                            if done && batch.isEmpty { return mine }
+                        }
+                    }
+                }
+                var all: [ClaimedDelivery] = []
+                for try await batch in group { all += batch }
+                return all
+            }
+            let store = stores[0]
+            #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by IS NULL") == 0, "all claimed")
+            #expect(try await store.outboxDepth() == claimedBatches.count)
+            var carried = 0
+            for carrier in claimedBatches {
+                let view = try #require(try await store.delivery(apnsID: carrier.delivery.apnsID))
+                let joined = try await store.scalar("""
+                    SELECT count(*) FROM deliveries m JOIN deliveries c ON c.id = m.carried_by
+                    WHERE c.apns_id = '\(carrier.delivery.apnsID)' AND m.state = 'batched'
+                    """)
+                #expect(joined == Int64(carrier.batched), "\(carrier.delivery.apnsID) went out with all its members")
+                #expect(view.batched == carrier.batched, "and none joined it since")
+                carried += carrier.batched
+            }
+            #expect(carried == members)
+            #expect(try await store.scalar("SELECT count(*) FROM deliveries WHERE apns_id LIKE 'm%' AND state = 'batched'")
+                    == Int64(members))
+        }
+    }
+
+    /// Instances storing one key's channel at once all get the one that won; broadcasts
+    /// claimed by workers on four instances at once are never held by two.
+    @Test func channelsAndBroadcastsAcrossInstances() async throws {
+        try await withPostgres(instances: 4) { stores in
+            let key = ChannelKey(appType: "staff", environment: "production", entityType: "match", entityID: "m1")
+            let stored = try await withThrowingTaskGroup(of: ChannelRow.self) { group in
+                for (i, store) in stores.enumerated() {
+                    group.addTask {
+                        try await store.addChannel(ChannelRow(key: key, channelID: "ch\(i)", storagePolicy: 1, createdAt: 1))
+                    }
+                }
+                var all: [ChannelRow] = []
+                for try await row in group { all.append(row) }
+                return all
+            }
+            #expect(Set(stored).count == 1, "\(stored)")
+            let channel = try #require(stored.first)
+            #expect(try await stores[0].channel(key) == channel)
+
+            for i in 0..<400 {
+                try await stores[i % 4].enqueueBroadcast(NewBroadcast(id: "b\(i)", channel: channel, payload: Array("{}".utf8),
+                                                                      priority: 10, expiration: 0), now: 1)
+            }
+            let claimed = try await withThrowingTaskGroup(of: [String].self) { group in
+                for worker in 0..<8 {
+                    group.addTask {
+                        var mine: [String] = []
+                        while true {
+                            let batch = try await stores[worker % 4].claimBroadcasts(worker: "w\(worker)", limit: 7,
+                                                                                      leaseMillis: 600_000, now: 2)
+                            if batch.isEmpty { return mine }
+                            #expect(batch.allSatisfy { $0.broadcast.channel.storagePolicy == 1 && $0.attempts == 0 })
+                            mine += batch.map(\.broadcast.id)
+                        }
+                    }
+                }
+                var all: [String] = []
+                for try await ids in group { all += ids }
+                return all
+            }
+            #expect(claimed.count == 400 && Set(claimed).count == 400)
+            #expect(try await stores[0].pendingBroadcasts() == 400, "claimed, not final")
+        }
+    }
+
+    /// `close()` ends the pool's connections and the LISTEN one (the server sees them
+    /// go), wakes a waiting worker, and later calls fail with one line.
+    @Test func closeEndsThePoolAndTheListenConnection() async throws {
+        let url = try suiteCluster().createDatabase()
+        let store = try PostgresStore(url: url)
+        let observer = try PostgresStore(url: url)
+        do {
+            try await store.migrate()
+            try await enqueueMany(store, "n", count: 1)
+            _ = await store.waitForWork(timeout: .milliseconds(1))
+            while store.wakeups.listenCount == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            while await store.waitForWork(timeout: .milliseconds(1)) {}
+            let others = """
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+                """
+            #expect(try await observer.scalar(others) ?? 0 >= 2, "the pool's connection and the LISTEN one")
+
+            // A worker waiting for work (ten minutes) returns when the store closes.
+            async let waiting = store.waitForWork(timeout: .seconds(600))
+            while store.wakeups.waiterCount == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            await store.close()
+            #expect(await waiting == false)
+            // Later waits are timers only, ended by their task's cancellation.
+            let later = Task { await store.waitForWork(timeout: .seconds(600)) }
+            later.cancel()
+            #expect(await later.value == false)
+            // The server sees every connection go (a state that lasts; a minute at most).
+            var left = try await observer.scalar(others)
+            for _ in 0..<600 where left != 0 {
+                try await Task.sleep(for: .milliseconds(100))
+                left = try await observer.scalar(others)
+            }
+            #expect(left == 0)
+            let error = await #expect(throws: StoreError.self) { try await store.outboxDepth() }
+            #expect(error?.description == "count the outbox: the store is closed")
+            await observer.close()
+        } catch {
+            await store.close()
+            await observer.close()
+            throw error
+        }
+    }
+
+    // MARK: Configuration and errors
+
+    @Test func theURLIsReadAndThePasswordIsNeverShown() throws {
+        let full = try PostgresStore.Configuration(url: "postgres://apns:s%40cret:x@db.example:6543/push?sslmode=require")
+        #expect(full.user == "apns" && full.password == "s@cret:x" && full.host == "db.example" && full.port == 6543)
+        #expect(full.database == "push" && full.tls == .require)
+        #expect(full.description == "apns@db.example:6543/push")
+        let plain = try PostgresStore.Configuration(url: "postgresql://apns@127.0.0.1/push")
+        #expect(plain.port == 5432 && plain.password == nil && plain.tls == .prefer)
+
+        func problem(_ url: String) -> String? {
+            do { _ = try PostgresStore.Configuration(url: url); return nil } catch { return error.description }
+        }
+        let shape = "expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE"
+        #expect(problem("mysql://a@b/c") == "database URL: \(shape)")
+        #expect(problem("postgres://b:5432/c") == "database URL: no user (\(shape))")
+        #expect(problem("postgres://a:hunter2@b:5432") == "database URL: no database name (\(shape))")
+        #expect(problem("postgres://a:hunter2@b:54x/c") == #"database URL: bad port "54x""#)
+        #expect(problem("postgres://a:hunter2@:5432/c") == "database URL: no host (\(shape))")
+        #expect(problem("postgres://a:hunter2@b/c?sslmode=maybe")
+                == #"database URL: sslmode must be disable, prefer or require, not "maybe""#)
+        for url in ["postgres://a:hunter2@b:54x/c", "postgres://a:hunter2@b:5432", "postgres://a:hunter2@b/c?x=1"] {
+            #expect(problem(url)?.contains("hunter2") == false)
+        }
+    }
+
+    @Test func anUnreachableDatabaseIsOneLineNamingHostAndPort() async throws {
+        let closed = ClosedPort()
+        defer { withExtendedLifetime(closed) {} }
+        let store = try PostgresStore(url: "postgres://apns:hunter2@127.0.0.1:\(closed.port)/push?sslmode=disable")
+        let error = await #expect(throws: StoreError.self) { try await store.migrate() }
+        #expect(error?.description == "migrate: cannot reach PostgreSQL at 127.0.0.1:\(closed.port): connection refused")
+        await store.close()
+
+        // A server that is there, and a database that is not.
+        let cluster = try suiteCluster()
+        let missing = try PostgresStore(url: cluster.url(database: "nope"))
+        let refused = await #expect(throws: StoreError.self) { try await missing.migrate() }
+        #expect(refused?.description == #"migrate: PostgreSQL at 127.0.0.1:\#(cluster.port): database "nope" does not exist"#)
+        await missing.close()
+    }
+}
+
+/// A cluster of its own: restarting it would disturb the suite's other tests.
+@Suite struct PostgresRestartTests {
+    @Test func aStoreWorksAgainAfterTheDatabaseRestartsAndNothingCommittedIsLost() async throws {
+        let cluster = try PostgresCluster()
+        defer { cluster.stop() }
+        let store = try PostgresStore(url: try cluster.createDatabase())
+        try await store.migrate()
+        try await enqueueMany(store, "n", count: 10)
+        let claimed = try await store.claim(worker: "w", limit: 4, leaseMillis: 60_000, now: 2)
+        #expect(claimed.count == 4)
+        // An idle worker's LISTEN connection, open before the restart.
+        _ = await store.waitForWork(timeout: .milliseconds(1))
+        while store.wakeups.listenCount == 0 { try await Task.sleep(for: .milliseconds(10)) }
+
+        try cluster.restart()
+        // The pool's connections died with the server; a call may meet one before the
+        // pool notices. The state that lasts: calls succeed again.
+        var depth: Int?
+        for _ in 0..<50 where depth == nil {
+            depth = try? await store.outboxDepth()
+            if depth == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(depth == 10)
+        #expect(try await store.finish(worker: "w", claimed.map { delivered($0.id) }, now: 3) == 0)
+        #expect(try await store.claim(worker: "v", limit: 10, leaseMillis: 60_000, now: 3).count == 6)
+
+        // The LISTEN connection came back by itself, and wakes the worker again.
+        while store.wakeups.listenCount < 2 {
+            _ = await store.waitForWork(timeout: .milliseconds(10))
+        }
+        while await store.waitForWork(timeout: .milliseconds(1)) {}
+        async let woken = store.waitForWork(timeout: .seconds(600))
+        try await enqueueMany(store, "after", count: 1, now: 4)
+        #expect(await woken)
+        await store.close()
+    }
+}
+
+/// How many claimers have their first batch.
+private final class ClaimersStarted: Sendable {
+    let count = Mutex(0)
+}

@@ -1,0 +1,227 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A throw-away PostgreSQL server for tests: a new cluster (`initdb`) in a temporary
+/// folder, listening on 127.0.0.1 only, on a free port, trusting local connections
+/// (nothing else can reach it), with durability off (a test's data is not kept).
+/// `stop()` ends it and deletes the folder; `restart()` stops and starts it again on
+/// the same port and data (a database that restarts mid-run).
+///
+/// PostgreSQL refuses to run as root, and tests run as root here: the server's
+/// programs then run as the `postgres` user (Debian's package creates it), through
+/// `runuser`, and the folder belongs to that user.
+public final class PostgresCluster: @unchecked Sendable {
+    /// The superuser the tests connect as (no password: trust on 127.0.0.1).
+    public let user = "apns"
+    public private(set) var port: UInt16
+    /// The temporary folder: data/, the server's log, its Unix socket.
+    public let folder: String
+    private let bin: String
+    private let lock = NSLock()
+    private var running = false
+    private var databases = 0
+
+    /// Creates and starts a cluster; throws a one-line error when PostgreSQL is
+    /// missing or does not start (with the end of its log).
+    public init() throws {
+        bin = try Self.findBinaries()
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("apns-pg-\(UUID().uuidString)").path
+        port = freePort()
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        do {
+            try Self.giveToServerUser(folder)
+            try initdb()
+            // The port was free when picked; another test's server may take it before
+            // ours binds: then another port.
+            for attempt in 1...3 {
+                do {
+                    try start()
+                    break
+                } catch let error as ClusterError where attempt < 3 && logTail().contains("could not bind") {
+                    _ = error
+                    try? FileManager.default.removeItem(atPath: folder + "/server.log")
+                    port = freePort()
+                }
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: folder)
+            throw error
+        }
+    }
+
+    deinit { stop() }
+
+    /// `postgres://apns@127.0.0.1:PORT/NAME`.
+    public func url(database: String) -> String { "postgres://\(user)@127.0.0.1:\(port)/\(database)?sslmode=disable" }
+
+    /// A new empty database; its URL.
+    public func createDatabase() throws -> String {
+        let name = lock.withLock { databases += 1; return "test_\(databases)" }
+        try run("createdb", ["-h", "127.0.0.1", "-p", String(port), "-U", user, name], doing: "createdb \(name)")
+        return url(database: name)
+    }
+
+    /// Starts the server (after `init`, only after `stop()`), and returns once it
+    /// accepts connections.
+    public func start() throws {
+        let started = runAsServerUser("pg_ctl", ["start", "-D", folder + "/data", "-l", folder + "/server.log", "-s",
+                                                 "-o", "-p \(port)"])
+        guard started.status == 0 else {
+            throw ClusterError("PostgreSQL did not start on 127.0.0.1:\(port): \(logTail())")
+        }
+        // pg_ctl returns once the postmaster is forked: wait for the state that lasts,
+        // a server that answers, or a postmaster that is gone (then the log says why).
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline {
+            let ready = runAsServerUser("pg_isready", ["-q", "-h", "127.0.0.1", "-p", String(port), "-t", "5"])
+            if ready.status == 0 {
+                lock.withLock { running = true }
+                return
+            }
+            let status = runAsServerUser("pg_ctl", ["status", "-D", folder + "/data"])
+            if status.status == 3 {  // "no server running": it started and died
+                throw ClusterError("PostgreSQL did not start: \(logTail())")
+            }
+            usleep(100_000)
+        }
+        throw ClusterError("PostgreSQL did not answer on 127.0.0.1:\(port) within 120 s: \(logTail())")
+    }
+
+    /// Stops the server (fast: open transactions are rolled back, connections closed)
+    /// and deletes the folder. Safe to call twice.
+    public func stop() {
+        shutDown()
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    /// Stops and starts again, with the same data and port: clients see their
+    /// connections closed, and new ones work once it is back.
+    public func restart() throws {
+        shutDown()
+        try start()
+    }
+
+    private func shutDown() {
+        let wasRunning = lock.withLock { defer { running = false }; return running }
+        guard wasRunning else { return }
+        _ = runAsServerUser("pg_ctl", ["stop", "-D", folder + "/data", "-m", "fast", "-w", "-s"])
+    }
+
+    // MARK: Setting up
+
+    private func initdb() throws {
+        try run("initdb", ["-D", folder + "/data", "-U", user, "-A", "trust", "-E", "UTF8", "--locale=C",
+                           "--no-sync", "--no-instructions"], doing: "initdb")
+        // Only 127.0.0.1 (and the socket in our own folder); no durability (a test's
+        // data dies with it); room for several stores' pools at once.
+        let settings = """
+
+            listen_addresses = '127.0.0.1'
+            unix_socket_directories = '\(folder)'
+            fsync = off
+            synchronous_commit = off
+            full_page_writes = off
+            max_connections = 300
+            shared_buffers = 64MB
+            """
+        let hba = """
+            local all all trust
+            host  all all 127.0.0.1/32 trust
+            """
+        let data = folder + "/data"
+        guard let conf = FileHandle(forWritingAtPath: data + "/postgresql.conf") else {
+            throw ClusterError("cannot write \(data)/postgresql.conf")
+        }
+        conf.seekToEndOfFile()
+        conf.write(Data(settings.utf8))
+        try conf.close()
+        try Data((hba + "\n").utf8).write(to: URL(fileURLWithPath: data + "/pg_hba.conf"))
+        try Self.giveToServerUser(data + "/pg_hba.conf")
+    }
+
+    /// Debian's layout: /usr/lib/postgresql/VERSION/bin, newest version first.
+    private static func findBinaries() throws -> String {
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
+            .compactMap(Int.init).sorted(by: >)
+        for version in versions {
+            let bin = "\(root)/\(version)/bin"
+            if ["initdb", "postgres", "pg_ctl", "pg_isready", "createdb"]
+                .allSatisfy({ FileManager.default.isExecutableFile(atPath: "\(bin)/\($0)") }) {
+                return bin
+            }
+        }
+        throw ClusterError("PostgreSQL is not installed (no \(root)/*/bin/initdb): run make test, which installs it")
+    }
+
+    // MARK: Running its programs
+
+    /// The account the server runs as when we are root.
+    private static var serverUser: (name: String, uid: uid_t, gid: gid_t)? {
+        guard geteuid() == 0 else { return nil }
+        guard let entry = getpwnam("postgres") else { return nil }
+        return ("postgres", entry.pointee.pw_uid, entry.pointee.pw_gid)
+    }
+
+    private static func giveToServerUser(_ path: String) throws {
+        guard geteuid() == 0 else { return }
+        guard let user = serverUser else {
+            throw ClusterError("tests run as root and there is no postgres user to run PostgreSQL as: run make test, which installs it")
+        }
+        guard chown(path, user.uid, user.gid) == 0 else {
+            throw ClusterError("cannot give \(path) to the postgres user: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Runs one of the server's programs to its end (as the server's user when we are
+    /// root), its output in a file. Not Foundation's `Process`: `pg_ctl start` leaves a
+    /// server that keeps the output it inherited open (a pipe would never end), and
+    /// Process on Linux has lost the exit of children started from two threads at
+    /// once (suites start their clusters side by side).
+    private func runAsServerUser(_ program: String, _ arguments: [String]) -> (status: Int32, output: String) {
+        var argv = [bin + "/" + program] + arguments
+        if let user = Self.serverUser { argv = ["/usr/sbin/runuser", "-u", user.name, "--"] + argv }
+        let outputPath = folder + "/command-\(UUID().uuidString).out"
+        defer { unlink(outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let cArgs = argv.map { strdup($0) } + [nil]
+        defer { cArgs.forEach { free($0) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArgs, environ)
+        guard spawned == 0 else {
+            return (-1, "cannot run \(argv[0]): \(String(cString: strerror(spawned)))")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        // WIFEXITED / WEXITSTATUS, which Swift does not import.
+        let exited = status & 0x7f == 0
+        return (exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), output)
+    }
+
+    private func run(_ program: String, _ arguments: [String], doing: String) throws {
+        let result = runAsServerUser(program, arguments)
+        guard result.status == 0 else {
+            let said = result.output.split(separator: "\n").prefix(3).joined(separator: " / ")
+            throw ClusterError("\(doing) failed (exit \(result.status)): \(said)")
+        }
+    }
+
+    private func logTail() -> String {
+        let log = (try? String(contentsOfFile: folder + "/server.log", encoding: .utf8)) ?? "(no log)"
+        return log.split(separator: "\n").suffix(5).joined(separator: " / ")
+    }
+}
+
+public struct ClusterError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
