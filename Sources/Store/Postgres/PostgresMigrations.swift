@@ -12,7 +12,7 @@ enum PostgresMigrations {
     static let lockKey: Int64 = 0x6170_6e73
 
     /// Statements one by one (the extended protocol runs one per query).
-    static let steps: [[PostgresQuery]] = [v1, v2, v3, v4]
+    static let steps: [[PostgresQuery]] = [v1, v2, v3, v4, v5]
 
     /// Applies the steps up to `last` (all of them but in tests of an upgrade).
     static func apply(_ db: PostgresConnection, through last: Int = steps.count) async throws {
@@ -260,6 +260,14 @@ enum PostgresMigrations {
         )
         """,
         "CREATE INDEX broadcasts_pending ON broadcasts (available_at) WHERE state = 'pending'",
+    ]
+
+    /// Retention's indexes (issue #11), as SQLite's v5 (see `Migrations.v5`).
+    static let v5: [PostgresQuery] = [
+        "CREATE INDEX notifications_by_age ON notifications (created_at)",
+        "CREATE INDEX payloads_by_notification ON payloads (notification_id)",
+        "CREATE INDEX deliveries_by_carrier ON deliveries (carried_by) WHERE carried_by IS NOT NULL",
+        "CREATE INDEX broadcasts_finished ON broadcasts (finished_at) WHERE state <> 'pending'",
     ]
 }
 
