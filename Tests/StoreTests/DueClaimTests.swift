@@ -6,98 +6,99 @@ import TestSupport
 /// Held deliveries in the store: a claim takes only due rows; a coalescing window
 /// keeps one carrier per device and key, with every member in the log; a deferred
 /// delivery is replaced by a later one with its collapse key; v3 keeps a v2 file.
-@Suite struct DueClaimTests {
+/// Each behaviour runs on both stores.
+@Suite(.postgresCluster) struct DueClaimTests {
     static func delivery(_ apnsID: String, device: Int64, payload: String = #"{"aps":{}}"#,
                          notBefore: Int64? = nil, hold: Hold? = nil) -> NewDelivery {
         NewDelivery(userID: "u\(device)", deviceID: device, token: token(Int(device)), environment: "production",
                     apnsID: apnsID, payload: Array(payload.utf8), notBefore: notBefore, hold: hold)
     }
 
-    static func enqueue(_ store: SQLiteStore, _ id: String, _ deliveries: [NewDelivery], now: Int64) async throws {
+    static func enqueue(_ store: some TestStore, _ id: String, _ deliveries: [NewDelivery], now: Int64) async throws {
         try await store.enqueue(NewNotification(id: id, type: "taskUpdate", entityType: "task", entityID: "job-1",
                                                 appType: "field"), deliveries, now: now)
     }
 
-    @Test func aClaimTakesOnlyDueDeliveries() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        try await Self.enqueue(store, "n", [Self.delivery("now", device: 1),
-                                            Self.delivery("later", device: 2, notBefore: 5_000)], now: 1_000)
-        #expect(try await store.claim(worker: "w", limit: 10, leaseMillis: 60_000, now: 1_000).map(\.delivery.apnsID) == ["now"])
-        #expect(try await store.claim(worker: "w", limit: 10, leaseMillis: 60_000, now: 4_999).isEmpty)
-        #expect(try await store.outboxDepth() == 2, "held, not gone")
-        let due = try await store.claim(worker: "w", limit: 10, leaseMillis: 60_000, now: 5_000)
-        #expect(due.map(\.delivery.apnsID) == ["later"])
-        #expect(due.first?.batched == 0)
-        #expect(try await store.delivery(apnsID: "later")?.notBefore == 5_000)
-        #expect(try await store.delivery(apnsID: "now")?.notBefore == nil)
+    @Test(arguments: StoreKind.allCases) func aClaimTakesOnlyDueDeliveries(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            try await Self.enqueue(store, "n", [Self.delivery("now", device: 1),
+                                                Self.delivery("later", device: 2, notBefore: 5_000)], now: 1_000)
+            #expect(try await store.claim(worker: "w", limit: 10, leaseMillis: 60_000, now: 1_000).map(\.delivery.apnsID) == ["now"])
+            #expect(try await store.claim(worker: "w", limit: 10, leaseMillis: 60_000, now: 4_999).isEmpty)
+            #expect(try await store.outboxDepth() == 2, "held, not gone")
+            let due = try await store.claim(worker: "w", limit: 10, leaseMillis: 60_000, now: 5_000)
+            #expect(due.map(\.delivery.apnsID) == ["later"])
+            #expect(due.first?.batched == 0)
+            #expect(try await store.delivery(apnsID: "later")?.notBefore == 5_000)
+            #expect(try await store.delivery(apnsID: "now")?.notBefore == nil)
 
-        // The claim walks the outbox's (available_at, delivery_id) index: held rows
-        // are further up it, never scanned by an earlier claim.
-        let plan = try await store.queryPlan("""
-            SELECT delivery_id FROM outbox
-            WHERE available_at <= 1 AND (lease_until IS NULL OR lease_until <= 1)
-            ORDER BY available_at, delivery_id LIMIT 10
-            """)
-        #expect(plan.contains { $0.contains("outbox_by_age") && $0.contains("available_at<") }, "\(plan)")
+            // On SQLite the claim walks the outbox's (available_at, delivery_id) index:
+            // held rows are further up it, never scanned by an earlier claim. (PostgreSQL's
+            // plan: PostgresStoreTests.theClaimWalksOnlyFreeDueRowsOfItsPartialIndex.)
+            if let sqlite = store as? SQLiteStore {
+                let plan = try await sqlite.queryPlan("""
+                    SELECT delivery_id FROM outbox
+                    WHERE available_at <= 1 AND (lease_until IS NULL OR lease_until <= 1)
+                    ORDER BY available_at, delivery_id LIMIT 10
+                    """)
+                #expect(plan.contains { $0.contains("outbox_by_age") && $0.contains("available_at<") }, "\(plan)")
+            }
+        }
     }
 
-    @Test func aWindowHasOneCarrierAndKeepsEveryMember() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        func member(_ n: Int, device: Int64 = 1, key: String = "job-1", at now: Int64) -> NewDelivery {
-            Self.delivery("m\(n)", device: device, payload: #"{"aps":{"alert":"v\#(n)"}}"#, notBefore: now + 60_000,
-                          hold: Hold(kind: .coalesce(carrierAPNsID: "c\(n)", carrierCollapseID: "u|t|\(key)"),
-                                     key: key, closesAt: now + 60_000))
-        }
-        try await Self.enqueue(store, "n0", [member(0, at: 0), member(1, device: 2, at: 0)], now: 0)
-        try await Self.enqueue(store, "n1", [member(2, at: 10_000)], now: 10_000)
-        try await Self.enqueue(store, "n2", [member(3, key: "job-2", at: 20_000)], now: 20_000)
-        try await Self.enqueue(store, "n3", [member(4, at: 30_000)], now: 30_000)
+    @Test(arguments: StoreKind.allCases) func aWindowHasOneCarrierAndKeepsEveryMember(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            func member(_ n: Int, device: Int64 = 1, key: String = "job-1", at now: Int64) -> NewDelivery {
+                Self.delivery("m\(n)", device: device, payload: #"{"aps":{"alert":"v\#(n)"}}"#, notBefore: now + 60_000,
+                              hold: Hold(kind: .coalesce(carrierAPNsID: "c\(n)", carrierCollapseID: "u|t|\(key)"),
+                                         key: key, closesAt: now + 60_000))
+            }
+            try await Self.enqueue(store, "n0", [member(0, at: 0), member(1, device: 2, at: 0)], now: 0)
+            try await Self.enqueue(store, "n1", [member(2, at: 10_000)], now: 10_000)
+            try await Self.enqueue(store, "n2", [member(3, key: "job-2", at: 20_000)], now: 20_000)
+            try await Self.enqueue(store, "n3", [member(4, at: 30_000)], now: 30_000)
 
-        // Device 1's job-1 window: c0 carries m0, m2, m4; job-2 and device 2 have their own.
-        for (m, c) in [("m0", "c0"), ("m2", "c0"), ("m4", "c0"), ("m1", "c1"), ("m3", "c3")] {
-            let view = try #require(try await store.delivery(apnsID: m))
-            #expect(view.state == "batched" && view.carriedBy == c && view.notBefore == nil, "\(m): \(view)")
-        }
-        #expect(try await store.delivery(apnsID: "c2") == nil, "m2 joined, opened nothing")
-        #expect(try await store.delivery(apnsID: "c0")?.batched == 3)
-        #expect(try await store.outboxDepth() == 3, "carriers only")
-        #expect(try await store.outboxWaiting(now: 59_999) == 3)
-        #expect(try await store.outboxWaiting(now: 60_000) == 1, "job-2's window closes at 80 s")
-        #expect(try await store.claim(worker: "w", limit: 10, leaseMillis: 60_000, now: 59_999).isEmpty)
-        let closed = try await store.claim(worker: "w", limit: 10, leaseMillis: 60_000, now: 60_000)
-        #expect(closed.map(\.delivery.apnsID) == ["c0", "c1"])
-        let c0 = try #require(closed.first)
-        #expect(c0.batched == 3 && c0.delivery.collapseID == "u|t|job-1")
-        #expect(c0.delivery.payload == Array(#"{"aps":{"alert":"v4"}}"#.utf8), "the latest member's payload")
+            // Device 1's job-1 window: c0 carries m0, m2, m4; job-2 and device 2 have their own.
+            for (m, c) in [("m0", "c0"), ("m2", "c0"), ("m4", "c0"), ("m1", "c1"), ("m3", "c3")] {
+                let view = try #require(try await store.delivery(apnsID: m))
+                #expect(view.state == "batched" && view.carriedBy == c && view.notBefore == nil, "\(m): \(view)")
+            }
+            #expect(try await store.delivery(apnsID: "c2") == nil, "m2 joined, opened nothing")
+            #expect(try await store.delivery(apnsID: "c0")?.batched == 3)
+            #expect(try await store.outboxDepth() == 3, "carriers only")
+            #expect(try await store.outboxWaiting(now: 59_999) == 3)
+            #expect(try await store.outboxWaiting(now: 60_000) == 1, "job-2's window closes at 80 s")
+            #expect(try await store.claim(worker: "w", limit: 10, leaseMillis: 60_000, now: 59_999).isEmpty)
+            let closed = try await store.claim(worker: "w", limit: 10, leaseMillis: 60_000, now: 60_000)
+            #expect(closed.map(\.delivery.apnsID) == ["c0", "c1"])
+            let c0 = try #require(closed.first)
+            #expect(c0.batched == 3 && c0.delivery.collapseID == "u|t|job-1")
+            #expect(c0.delivery.payload == Array(#"{"aps":{"alert":"v4"}}"#.utf8), "the latest member's payload")
 
-        // A claimed carrier's window takes no one: a newcomer opens the next window.
-        try await Self.enqueue(store, "n4", [member(5, at: 59_000)], now: 59_000)
-        #expect(try await store.delivery(apnsID: "m5")?.carriedBy == "c5")
-        #expect(try await store.delivery(apnsID: "c5")?.batched == 1)
-        _ = try await store.finish(worker: "w", [delivered(c0.id)], now: 61_000)
-        #expect(try await store.delivery(apnsID: "c0")?.state == "delivered")
-        #expect(try await store.delivery(apnsID: "m0")?.state == "batched", "members stay in the log")
+            // A claimed carrier's window takes no one: a newcomer opens the next window.
+            try await Self.enqueue(store, "n4", [member(5, at: 59_000)], now: 59_000)
+            #expect(try await store.delivery(apnsID: "m5")?.carriedBy == "c5")
+            #expect(try await store.delivery(apnsID: "c5")?.batched == 1)
+            _ = try await store.finish(worker: "w", [delivered(c0.id)], now: 61_000)
+            #expect(try await store.delivery(apnsID: "c0")?.state == "delivered")
+            #expect(try await store.delivery(apnsID: "m0")?.state == "batched", "members stay in the log")
+        }
     }
 
-    @Test func aLaterDeferredDeliveryReplacesTheHeldOne() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        func deferred(_ id: String, device: Int64 = 1, key: String = "trip-1") -> NewDelivery {
-            Self.delivery(id, device: device, notBefore: 80_000, hold: Hold(kind: .defer, key: key, closesAt: 80_000))
+    @Test(arguments: StoreKind.allCases) func aLaterDeferredDeliveryReplacesTheHeldOne(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            func deferred(_ id: String, device: Int64 = 1, key: String = "trip-1") -> NewDelivery {
+                Self.delivery(id, device: device, notBefore: 80_000, hold: Hold(kind: .defer, key: key, closesAt: 80_000))
+            }
+            try await Self.enqueue(store, "n0", [deferred("a"), deferred("other-device", device: 2)], now: 0)
+            try await Self.enqueue(store, "n1", [deferred("b")], now: 1_000)
+            try await Self.enqueue(store, "n2", [deferred("c", key: "trip-2")], now: 2_000)
+            let a = try #require(try await store.delivery(apnsID: "a"))
+            #expect(a.state == "superseded" && a.carriedBy == "b" && a.finishedAt == 1_000)
+            #expect(try await store.outboxDepth() == 3)
+            let due = try await store.claim(worker: "w", limit: 10, leaseMillis: 60_000, now: 80_000)
+            #expect(Set(due.map(\.delivery.apnsID)) == ["other-device", "b", "c"])
         }
-        try await Self.enqueue(store, "n0", [deferred("a"), deferred("other-device", device: 2)], now: 0)
-        try await Self.enqueue(store, "n1", [deferred("b")], now: 1_000)
-        try await Self.enqueue(store, "n2", [deferred("c", key: "trip-2")], now: 2_000)
-        let a = try #require(try await store.delivery(apnsID: "a"))
-        #expect(a.state == "superseded" && a.carriedBy == "b" && a.finishedAt == 1_000)
-        #expect(try await store.outboxDepth() == 3)
-        let due = try await store.claim(worker: "w", limit: 10, leaseMillis: 60_000, now: 80_000)
-        #expect(Set(due.map(\.delivery.apnsID)) == ["other-device", "b", "c"])
     }
 
     /// A file at v2 with a log, an outbox and preferences comes through v3 whole.
@@ -128,5 +129,48 @@ import TestSupport
         // Text preferences now sit beside toggles.
         try await store.updatePreferences(userID: "u", appType: "staff", ["timeZone": "Europe/London", "newEnquiry": true], now: 9)
         #expect(try await store.preferences(userID: "u", appType: "staff") == ["timeZone": "Europe/London", "newEnquiry": true])
+    }
+
+    /// The same on PostgreSQL: a database at v2 comes through v3 and v4 whole, its
+    /// claim index now partial.
+    @Test func version3KeepsAVersion2Database() async throws {
+        let store = try PostgresStore(url: try suiteCluster().createDatabase())
+        do {
+            try await store.migrate(through: 2)
+            for statement in [
+                "INSERT INTO notifications VALUES ('n', 'order_created', 'order', 'o1', 'staff', 1)",
+                "INSERT INTO payloads (id, notification_id, bytes) VALUES (7, 'n', '\\x7b7d')",
+                """
+                INSERT INTO deliveries (id, notification_id, user_id, device_id, token, environment, apns_id, payload,
+                                        push_type, created_at, payload_id, state, status, finished_at)
+                    VALUES (1, 'n', 'u', 1, 't', 'production', 'done', '', 'alert', 1, 7, 'delivered', 200, 2),
+                           (2, 'n', 'u', 2, 't2', 'production', 'waiting', '', 'alert', 1, 7, 'pending', NULL, NULL),
+                           (3, 'n', 'u', 3, 't3', 'production', 'held', '', 'alert', 1, 7, 'pending', NULL, NULL)
+                """,
+                "INSERT INTO outbox (delivery_id, available_at, lease_until, claimed_by) VALUES (2, 1, NULL, NULL), (3, 1, 100, 'gone')",
+                "INSERT INTO preferences VALUES ('u', 'staff', 'newEnquiry', false, 1)",
+            ] {
+                try await store.execute(statement)
+            }
+            try await store.migrate()
+            #expect(try await store.scalar("SELECT max(version) FROM schema_migrations") == Int64(PostgresMigrations.steps.count))
+            #expect(try await store.delivery(apnsID: "done")?.state == "delivered")
+            #expect(try await store.preferences(userID: "u", appType: "staff") == ["newEnquiry": false])
+            #expect(try await store.claim(worker: "w", limit: 10, leaseMillis: 1_000, now: 5).map(\.delivery.apnsID) == ["waiting"],
+                    "the other is still leased")
+            let claimed = try await store.claim(worker: "w", limit: 10, leaseMillis: 1_000, now: 100)
+            #expect(claimed.map(\.delivery.apnsID) == ["held"], "its lease ran out")
+            #expect(claimed.first?.delivery.payload == Array("{}".utf8))
+            #expect(try await store.scalar("""
+                SELECT count(*) FROM pg_indexes WHERE tablename = 'outbox' AND indexname IN ('outbox_free', 'outbox_leased')
+                """) == 2)
+
+            try await store.updatePreferences(userID: "u", appType: "staff", ["timeZone": "Europe/London", "newEnquiry": true], now: 9)
+            #expect(try await store.preferences(userID: "u", appType: "staff") == ["timeZone": "Europe/London", "newEnquiry": true])
+            await store.close()
+        } catch {
+            await store.close()
+            throw error
+        }
     }
 }

@@ -3,6 +3,34 @@ import Testing
 @testable import Store
 import TestSupport
 
+/// What the shared tests need of a store beyond `DeliveryStore`: a look inside
+/// (`scalar`, the same SQL on both: `SELECT id FROM devices WHERE …`).
+protocol TestStore: DeliveryStore {
+    func scalar(_ sql: String) async throws(StoreError) -> Int64?
+}
+
+extension SQLiteStore: TestStore {}
+extension PostgresStore: TestStore {}
+
+/// The stores a shared test runs on. The PostgreSQL case uses the suite's cluster
+/// (`@Suite(.postgresCluster)`), a new database per test.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+    var testDescription: String { rawValue }
+}
+
+/// A migrated store of `kind`, new and empty, for `body` only.
+func withStore<T>(_ kind: StoreKind, _ body: (any TestStore) async throws -> T) async throws -> T {
+    switch kind {
+    case .sqlite:
+        let scratch = Scratch()
+        defer { withExtendedLifetime(scratch) {} }
+        return try await body(try await makeStore(scratch))
+    case .postgres:
+        return try await withPostgres { try await body($0) }
+    }
+}
+
 /// A migrated store on a fresh file in a scratch folder (removed with the Scratch).
 func makeStore(_ scratch: Scratch, _ name: String = "apns.db") async throws -> SQLiteStore {
     let store = try SQLiteStore(path: scratch.path(name))
@@ -24,7 +52,7 @@ func registration(_ user: String, _ n: Int, app: String = "staff", platform: Str
 
 /// Registers `user`'s token `n` and returns its device id.
 @discardableResult
-func register(_ store: SQLiteStore, _ user: String, _ n: Int, app: String = "staff", platform: String = "ios",
+func register(_ store: some TestStore, _ user: String, _ n: Int, app: String = "staff", platform: String = "ios",
               company: String? = nil, now: Int64 = 1) async throws -> Int64 {
     try await store.register(registration(user, n, app: app, platform: platform, company: company), now: now)
     return try #require(try await store.scalar(
@@ -33,7 +61,7 @@ func register(_ store: SQLiteStore, _ user: String, _ n: Int, app: String = "sta
 
 /// Enqueues one notification `id` with one delivery per (user, device id) pair.
 @discardableResult
-func enqueue(_ store: SQLiteStore, _ id: String, _ targets: [(user: String, device: Int64)],
+func enqueue(_ store: some TestStore, _ id: String, _ targets: [(user: String, device: Int64)],
              now: Int64 = 1) async throws -> [NewDelivery] {
     let deliveries = targets.enumerated().map { i, target in
         NewDelivery(userID: target.user, deviceID: target.device, token: token(Int(target.device)),
@@ -46,7 +74,7 @@ func enqueue(_ store: SQLiteStore, _ id: String, _ targets: [(user: String, devi
 }
 
 /// `count` deliveries of one notification, to made-up devices (the outbox does not check them).
-func enqueueMany(_ store: SQLiteStore, _ id: String, count: Int, now: Int64 = 1) async throws {
+func enqueueMany(_ store: some TestStore, _ id: String, count: Int, now: Int64 = 1) async throws {
     try await enqueue(store, id, (0..<count).map { (user: "u\($0 % 50)", device: Int64($0)) }, now: now)
 }
 

@@ -49,6 +49,18 @@ import TestSupport
                 enqueue of \(total): \(enqueueTime)
                 """)
             print(plan.joined(separator: "\n"))
+
+            // The claim's second statement (what sending needs), for one batch's ids.
+            let details = try await store.texts("""
+                EXPLAIN (ANALYZE, BUFFERS) SELECT \(PostgresStore.claimedColumns)
+                FROM unnest(ARRAY(SELECT id FROM deliveries ORDER BY id LIMIT \(batch))) WITH ORDINALITY AS l (id, n)
+                JOIN deliveries d ON d.id = l.id
+                JOIN notifications n ON n.id = d.notification_id
+                LEFT JOIN devices v ON v.id = d.device_id
+                LEFT JOIN payloads p ON p.id = d.payload_id
+                ORDER BY l.n
+                """).compactMap { $0.first ?? nil }
+            print(details.joined(separator: "\n"))
         }
     }
 }

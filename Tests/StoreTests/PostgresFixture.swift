@@ -58,33 +58,3 @@ func withPostgres<T>(instances: Int, _ body: ([PostgresStore]) async throws -> T
         throw error
     }
 }
-
-// The SQLite fixtures' helpers (Fixtures.swift), for a PostgresStore.
-
-/// Registers `user`'s token `n` and returns its device id.
-@discardableResult
-func register(_ store: PostgresStore, _ user: String, _ n: Int, app: String = "staff", platform: String = "ios",
-              company: String? = nil, now: Int64 = 1) async throws -> Int64 {
-    try await store.register(registration(user, n, app: app, platform: platform, company: company), now: now)
-    return try #require(try await store.scalar(
-        "SELECT id FROM devices WHERE app_type = '\(app)' AND token = '\(token(n))'"))
-}
-
-/// Enqueues one notification `id` with one delivery per (user, device id) pair.
-@discardableResult
-func enqueue(_ store: PostgresStore, _ id: String, _ targets: [(user: String, device: Int64)],
-             now: Int64 = 1) async throws -> [NewDelivery] {
-    let deliveries = targets.enumerated().map { i, target in
-        NewDelivery(userID: target.user, deviceID: target.device, token: token(Int(target.device)),
-                    environment: "production", apnsID: "\(id)-\(i)",
-                    payload: Array(#"{"aps":{"alert":"\#(id) \#(i)"}}"#.utf8))
-    }
-    try await store.enqueue(NewNotification(id: id, type: "order_created", entityType: "order", entityID: "o-\(id)",
-                                            appType: "staff"), deliveries, now: now)
-    return deliveries
-}
-
-/// `count` deliveries of one notification, to made-up devices (the outbox does not check them).
-func enqueueMany(_ store: PostgresStore, _ id: String, count: Int, now: Int64 = 1) async throws {
-    try await enqueue(store, id, (0..<count).map { (user: "u\($0 % 50)", device: Int64($0)) }, now: now)
-}

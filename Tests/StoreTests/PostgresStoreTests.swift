@@ -83,6 +83,14 @@ import TestSupport
             #expect(try await store.preferences(userID: "u1", appType: "customer") == ["orderCreated": true])
             #expect(try await store.preferences(userID: "u2", appType: "staff") == [:])
             #expect(try await store.scalar("SELECT max(updated_at) FROM preferences WHERE app_type = 'staff'") == 2)
+
+            // Settings are text beside the toggles; a key may change from one to the other.
+            try await store.updatePreferences(userID: "u1", appType: "staff",
+                                              ["quietHoursStart": "22:00", "orderCreated": "off"], now: 4)
+            #expect(try await store.preferences(userID: "u1", appType: "staff")
+                    == ["newEnquiry": true, "orderCreated": "off", "quietHoursStart": "22:00"])
+            let recipients = try await store.recipients(appType: "staff", audience: .users(["u1"]))
+            #expect(recipients.first?.preferences["quietHoursStart"] == "22:00")
         }
     }
 
@@ -496,6 +504,181 @@ import TestSupport
             #expect(await woken)
             #expect(try await worker.claim(worker: "w", limit: 10, leaseMillis: 1_000, now: 1).count == 1)
             #expect(await worker.waitForWork(timeout: .milliseconds(1)) == false)
+        }
+    }
+
+    // MARK: The claim's index, and windows across instances
+
+    /// The rows a worker holds are not in the claim's index: a claim behind 2,000
+    /// held rows reads the 100 it takes and no more (EXPLAIN ANALYZE counts the rows
+    /// each step read, a state, not a time).
+    @Test func theClaimWalksOnlyFreeDueRowsOfItsPartialIndex() async throws {
+        try await withPostgres { store in
+            try await enqueueMany(store, "n", count: 5_000)
+            #expect(try await store.claim(worker: "busy", limit: 2_000, leaseMillis: 600_000, now: 2).count == 2_000)
+            try await store.execute("ANALYZE")
+            let plan = try await store.texts("""
+                EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) \(PostgresStore.claimSQL
+                    .replacingOccurrences(of: "$1", with: "2").replacingOccurrences(of: "$2", with: "100")
+                    .replacingOccurrences(of: "$3", with: "600000").replacingOccurrences(of: "$4", with: "'explain'"))
+                """).compactMap { $0.first ?? nil }
+            let text = plan.joined(separator: "\n")
+            let free = try #require(plan.first { $0.contains("Index Scan using outbox_free on outbox") }, "\(text)")
+            #expect(free.contains("actual rows=100 "), "\(text)")
+            #expect(!text.contains("Seq Scan on outbox"), "\(text)")
+            #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by = 'explain'") == 100)
+            #expect(try await store.scalar("SELECT min(delivery_id) FROM outbox WHERE claimed_by = 'explain'")
+                    == store.scalar("SELECT min(id) FROM deliveries") .map { $0 + 2_000 }, "the oldest free ones")
+        }
+    }
+
+    /// Enqueues on four instances at once for one device's window, while workers
+    /// claim its carrier: every member ends carried by exactly one carrier, and each
+    /// carrier went out with the members it had when it was claimed (none joined a
+    /// carrier already taken, whose payload was on its way).
+    @Test func enqueuesOnSeveralInstancesJoinOneWindowAndNeverATakenOne() async throws {
+        try await withPostgres(instances: 4) { stores in
+            let members = 200
+            func member(_ i: Int) -> NewDelivery {
+                // Due at once (the carrier may be claimed any time), the window open for long.
+                NewDelivery(userID: "u1", deviceID: 1, token: token(1), environment: "production", apnsID: "m\(i)",
+                            payload: Array(#"{"aps":{"alert":"\#(i)"}}"#.utf8), notBefore: 1,
+                            hold: Hold(kind: .coalesce(carrierAPNsID: "c\(i)", carrierCollapseID: "job"), key: "job",
+                                       closesAt: 1_000_000))
+            }
+            let claimedBatches = try await withThrowingTaskGroup(of: [ClaimedDelivery].self) { group in
+                for instance in 0..<4 {
+                    group.addTask {
+                        for i in stride(from: instance, to: members, by: 4) {
+                            try await stores[instance].enqueue(
+                                NewNotification(id: "n\(i)", type: "t", entityType: nil, entityID: nil, appType: "staff"),
+                                [member(i)], now: 1)
+                        }
+                        return []
+                    }
+                }
+                // Two workers claim while the enqueues run, and until nothing is left.
+                let enqueued: @Sendable () async throws -> Int64 = {
+                    try await stores[0].scalar("SELECT count(*) FROM deliveries WHERE apns_id LIKE 'm%'") ?? 0
+                }
+                for worker in 0..<2 {
+                    group.addTask {
+                        var mine: [ClaimedDelivery] = []
+                        while true {
+                            let done = try await enqueued() == Int64(members)
+                            let batch = try await stores[worker].claim(worker: "w\(worker)", limit: 10,
+                                                                        leaseMillis: 600_000, now: 2)
+                            mine += batch
+                            if done && batch.isEmpty { return mine }
+                        }
+                    }
+                }
+                var all: [ClaimedDelivery] = []
+                for try await batch in group { all += batch }
+                return all
+            }
+            let store = stores[0]
+            #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by IS NULL") == 0, "all claimed")
+            #expect(try await store.outboxDepth() == claimedBatches.count)
+            var carried = 0
+            for carrier in claimedBatches {
+                let view = try #require(try await store.delivery(apnsID: carrier.delivery.apnsID))
+                let joined = try await store.scalar("""
+                    SELECT count(*) FROM deliveries m JOIN deliveries c ON c.id = m.carried_by
+                    WHERE c.apns_id = '\(carrier.delivery.apnsID)' AND m.state = 'batched'
+                    """)
+                #expect(joined == Int64(carrier.batched), "\(carrier.delivery.apnsID) went out with all its members")
+                #expect(view.batched == carrier.batched, "and none joined it since")
+                carried += carrier.batched
+            }
+            #expect(carried == members)
+            #expect(try await store.scalar("SELECT count(*) FROM deliveries WHERE apns_id LIKE 'm%' AND state = 'batched'")
+                    == Int64(members))
+        }
+    }
+
+    /// Instances storing one key's channel at once all get the one that won; broadcasts
+    /// claimed by workers on four instances at once are never held by two.
+    @Test func channelsAndBroadcastsAcrossInstances() async throws {
+        try await withPostgres(instances: 4) { stores in
+            let key = ChannelKey(appType: "staff", environment: "production", entityType: "match", entityID: "m1")
+            let stored = try await withThrowingTaskGroup(of: ChannelRow.self) { group in
+                for (i, store) in stores.enumerated() {
+                    group.addTask {
+                        try await store.addChannel(ChannelRow(key: key, channelID: "ch\(i)", storagePolicy: 1, createdAt: 1))
+                    }
+                }
+                var all: [ChannelRow] = []
+                for try await row in group { all.append(row) }
+                return all
+            }
+            #expect(Set(stored).count == 1, "\(stored)")
+            let channel = try #require(stored.first)
+            #expect(try await stores[0].channel(key) == channel)
+
+            for i in 0..<400 {
+                try await stores[i % 4].enqueueBroadcast(NewBroadcast(id: "b\(i)", channel: channel, payload: Array("{}".utf8),
+                                                                      priority: 10, expiration: 0), now: 1)
+            }
+            let claimed = try await withThrowingTaskGroup(of: [String].self) { group in
+                for worker in 0..<8 {
+                    group.addTask {
+                        var mine: [String] = []
+                        while true {
+                            let batch = try await stores[worker % 4].claimBroadcasts(worker: "w\(worker)", limit: 7,
+                                                                                      leaseMillis: 600_000, now: 2)
+                            if batch.isEmpty { return mine }
+                            #expect(batch.allSatisfy { $0.broadcast.channel.storagePolicy == 1 && $0.attempts == 0 })
+                            mine += batch.map(\.broadcast.id)
+                        }
+                    }
+                }
+                var all: [String] = []
+                for try await ids in group { all += ids }
+                return all
+            }
+            #expect(claimed.count == 400 && Set(claimed).count == 400)
+            #expect(try await stores[0].pendingBroadcasts() == 400, "claimed, not final")
+        }
+    }
+
+    /// `close()` ends the pool's connections and the LISTEN one (the server sees them
+    /// go), wakes a waiting worker, and later calls fail with one line.
+    @Test func closeEndsThePoolAndTheListenConnection() async throws {
+        let url = try suiteCluster().createDatabase()
+        let store = try PostgresStore(url: url)
+        let observer = try PostgresStore(url: url)
+        do {
+            try await store.migrate()
+            try await enqueueMany(store, "n", count: 1)
+            _ = await store.waitForWork(timeout: .milliseconds(1))
+            while store.wakeups.listenCount == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            while await store.waitForWork(timeout: .milliseconds(1)) {}
+            let others = """
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+                """
+            #expect(try await observer.scalar(others) ?? 0 >= 2, "the pool's connection and the LISTEN one")
+
+            // A worker waiting for work (ten minutes) returns when the store closes.
+            async let waiting = store.waitForWork(timeout: .seconds(600))
+            await store.close()
+            #expect(await waiting == false)
+            #expect(await store.waitForWork(timeout: .seconds(600)) == false, "at once, once closed")
+            // The server sees every connection go (a state that lasts; a minute at most).
+            var left = try await observer.scalar(others)
+            for _ in 0..<600 where left != 0 {
+                try await Task.sleep(for: .milliseconds(100))
+                left = try await observer.scalar(others)
+            }
+            #expect(left == 0)
+            let error = await #expect(throws: StoreError.self) { try await store.outboxDepth() }
+            #expect(error?.description == "count the outbox: the store is closed")
+            await observer.close()
+        } catch {
+            await store.close()
+            await observer.close()
+            throw error
         }
     }
 

@@ -3,30 +3,51 @@ import PostgresNIO
 // Reading the delivery log: what happened to a notification, or to one apns-id.
 
 extension PostgresStore {
-    public func notification(id: String) async throws(StoreError) -> NotificationView? {
+    /// One snapshot (REPEATABLE READ): the header, the counts and the page agree.
+    public func notification(id: String, limit: Int, after: Int64?) async throws(StoreError) -> NotificationView? {
         let doing = "read notification \(id)"
-        // One snapshot: the header and its deliveries as of one moment.
+        guard limit > 0 else { throw StoreError("\(doing): a page holds at least one delivery (limit \(limit))") }
         return try await transaction(doing) { db -> NotificationView? in
             try await db.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             guard let row = try await db.rows("""
                 SELECT id, type, entity_id, created_at FROM notifications WHERE id = \(id)
                 """).first
             else { return nil }
-            let deliveries = try await db.rows("""
-                SELECT \(unescaped: DeliveryView.postgresColumns) FROM deliveries WHERE notification_id = \(id) ORDER BY id
-                """).map(DeliveryView.init(postgres:))
+            var counts: [String: Int] = [:]
+            for r in try await db.rows("""
+                SELECT state, count(*) FROM deliveries WHERE notification_id = \(id) GROUP BY state
+                """) {
+                counts[try r.get(0, String.self)] = try r.get(1, Int.self)
+            }
+            // One more than asked tells whether there is a next page (no limit: NULL).
+            let take: Int64? = limit == Int.max ? nil : Int64(limit) + 1
+            var ids: [Int64] = []
+            var deliveries: [DeliveryView] = []
+            for r in try await db.rows("""
+                SELECT d.id, \(unescaped: DeliveryView.postgresColumns) FROM \(unescaped: DeliveryView.tables)
+                WHERE d.notification_id = \(id) AND d.id > \(after ?? 0) ORDER BY d.id LIMIT \(take)::bigint
+                """) {
+                ids.append(try r.get(0, Int64.self))
+                deliveries.append(try DeliveryView(postgres: r, from: 1))
+            }
+            var next: Int64?
+            if limit != Int.max, deliveries.count > limit {
+                deliveries.removeLast()
+                next = ids[limit - 1]
+            }
             return NotificationView(id: try row.get(0), type: try row.get(1), entityID: try row.get(2),
-                                    createdAt: try row.get(3), deliveries: deliveries)
+                                    createdAt: try row.get(3), deliveries: deliveries, counts: counts, next: next)
         }
     }
 
     public func delivery(apnsID: String) async throws(StoreError) -> DeliveryView? {
         let doing = "read delivery \(apnsID)"
         let found = try await rows(doing, """
-            SELECT \(unescaped: DeliveryView.postgresColumns) FROM deliveries WHERE apns_id = \(apnsID)
+            SELECT \(unescaped: DeliveryView.postgresColumns) FROM \(unescaped: DeliveryView.tables)
+            WHERE d.apns_id = \(apnsID)
             """)
         do {
-            return try found.first.map(DeliveryView.init(postgres:))
+            return try found.first.map { try DeliveryView(postgres: $0) }
         } catch {
             throw StoreError(postgres: error, doing, configuration)
         }
@@ -34,16 +55,20 @@ extension PostgresStore {
 }
 
 extension DeliveryView {
-    /// Everything but the payload, which the log does not show.
+    /// Everything but the payload, which the log does not show; a member names its
+    /// carrier by apns-id (`tables` joins it).
     static let postgresColumns = """
-        notification_id, user_id, token, environment, state, apns_id, status, reason, apns_timestamp,
-        attempts, finished_at
+        d.notification_id, d.user_id, d.token, d.environment, d.state, d.apns_id, d.status, d.reason,
+        d.apns_timestamp, d.attempts, d.finished_at, d.not_before, d.batched, c.apns_id
         """
 
-    init(postgres row: PostgresRandomAccessRow) throws {
-        self.init(notificationID: try row.get(0), userID: try row.get(1), token: try row.get(2),
-                  environment: try row.get(3), state: try row.get(4), apnsID: try row.get(5),
-                  status: try row.get(6), reason: try row.get(7), timestamp: try row.get(8),
-                  attempts: try row.get(9), finishedAt: try row.get(10))
+    /// `postgresColumns` from column `first` on.
+    init(postgres row: PostgresRandomAccessRow, from first: Int = 0) throws {
+        let i = first
+        self.init(notificationID: try row.get(i), userID: try row.get(i + 1), token: try row.get(i + 2),
+                  environment: try row.get(i + 3), state: try row.get(i + 4), apnsID: try row.get(i + 5),
+                  status: try row.get(i + 6), reason: try row.get(i + 7), timestamp: try row.get(i + 8),
+                  attempts: try row.get(i + 9), finishedAt: try row.get(i + 10), notBefore: try row.get(i + 11),
+                  carriedBy: try row.get(i + 13), batched: try row.get(i + 12))
     }
 }

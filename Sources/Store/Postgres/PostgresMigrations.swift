@@ -12,17 +12,18 @@ enum PostgresMigrations {
     static let lockKey: Int64 = 0x6170_6e73
 
     /// Statements one by one (the extended protocol runs one per query).
-    static let steps: [[PostgresQuery]] = [v1, v2]
+    static let steps: [[PostgresQuery]] = [v1, v2, v3, v4]
 
-    static func apply(_ db: PostgresConnection) async throws {
+    /// Applies the steps up to `last` (all of them but in tests of an upgrade).
+    static func apply(_ db: PostgresConnection, through last: Int = steps.count) async throws {
         while true {
-            let done = try await step(db)
+            let done = try await step(db, through: last)
             if done { return }
         }
     }
 
     /// Applies the next step, if any; true when there was none.
-    private static func step(_ db: PostgresConnection) async throws -> Bool {
+    private static func step(_ db: PostgresConnection, through last: Int) async throws -> Bool {
         try await db.run("BEGIN")
         do {
             try await db.run("SELECT pg_advisory_xact_lock(\(lockKey))")
@@ -36,7 +37,7 @@ enum PostgresMigrations {
             guard version <= steps.count else {
                 throw StoreError("the database is at schema version \(version), newer than this program's \(steps.count)")
             }
-            guard version < steps.count else {
+            guard version < last else {
                 try await db.run("COMMIT")
                 return true
             }
@@ -158,17 +159,124 @@ enum PostgresMigrations {
         """,
         "ALTER TABLE deliveries ADD COLUMN payload_id BIGINT REFERENCES payloads (id)",
     ]
+
+    /// Quiet hours and batching (issue #14), as SQLite's v3 (see `Migrations.v3`).
+    /// PostgreSQL changes the columns and the CHECKs in place (SQLite rebuilt the tables).
+    /// - Preferences may hold text: `value` the boolean, `text_value` the text, exactly one set.
+    /// - A delivery may be held: `not_before` (the outbox's `available_at` holds the same
+    ///   instant); two more final states, `batched` and `superseded`, with `carried_by`
+    ///   naming the carrier and a carrier's `batched` counting its members.
+    /// - `holds`: the open windows, one per device, kind and key.
+    /// - The claim's index becomes partial: a claim takes free rows (`claimed_by IS NULL`)
+    ///   only by walking `outbox_free`, so the rows workers hold are not in its way;
+    ///   expired leases (a dead worker's) have their own small index.
+    static let v3: [PostgresQuery] = [
+        "ALTER TABLE preferences ALTER COLUMN value DROP NOT NULL",
+        "ALTER TABLE preferences ADD COLUMN text_value TEXT",
+        """
+        ALTER TABLE preferences ADD CONSTRAINT preferences_one_value CHECK ((value IS NULL) <> (text_value IS NULL))
+        """,
+        "ALTER TABLE deliveries DROP CONSTRAINT deliveries_state_check",
+        """
+        ALTER TABLE deliveries ADD CONSTRAINT deliveries_state_check
+            CHECK (state IN ('pending', 'delivered', 'failed', 'batched', 'superseded'))
+        """,
+        """
+        ALTER TABLE deliveries ADD COLUMN not_before BIGINT,
+                               ADD COLUMN carried_by BIGINT REFERENCES deliveries (id),
+                               ADD COLUMN batched    INTEGER
+        """,
+        """
+        CREATE TABLE holds (
+            device_id   BIGINT NOT NULL,
+            kind        TEXT   NOT NULL CHECK (kind IN ('coalesce', 'defer')),
+            key         TEXT   NOT NULL,
+            delivery_id BIGINT NOT NULL REFERENCES deliveries (id),
+            closes_at   BIGINT NOT NULL,
+            PRIMARY KEY (device_id, kind, key)
+        )
+        """,
+        "CREATE INDEX holds_by_close ON holds (closes_at)",
+        // v1's leases were HOT updates of unindexed columns, but every claim then walked
+        // past the rows workers held (thousands, with several instances) to reach free
+        // ones. Now a lease moves its row from `outbox_free` to `outbox_leased` (an
+        // update with index entries, the price of a claim that reads only what it takes).
+        "DROP INDEX outbox_by_age",
+        "CREATE INDEX outbox_free ON outbox (available_at, delivery_id) WHERE claimed_by IS NULL",
+        "CREATE INDEX outbox_leased ON outbox (lease_until) WHERE claimed_by IS NOT NULL",
+    ]
+
+    /// Live Activities and broadcast channels (issue #12), as SQLite's v4 (see `Migrations.v4`).
+    static let v4: [PostgresQuery] = [
+        """
+        CREATE TABLE live_activity_tokens (
+            device_id       BIGINT PRIMARY KEY REFERENCES devices (id),
+            kind            TEXT   NOT NULL CHECK (kind IN ('update', 'start')),
+            activity_id     TEXT,
+            attributes_type TEXT   NOT NULL,
+            CHECK ((kind = 'update') = (activity_id IS NOT NULL))
+        )
+        """,
+        """
+        CREATE INDEX live_activity_tokens_by_activity ON live_activity_tokens (activity_id)
+            WHERE activity_id IS NOT NULL
+        """,
+        """
+        CREATE TABLE channels (
+            id             BIGSERIAL PRIMARY KEY,
+            app_type       TEXT    NOT NULL,
+            environment    TEXT    NOT NULL,
+            entity_type    TEXT    NOT NULL,
+            entity_id      TEXT    NOT NULL,
+            channel_id     TEXT    NOT NULL,
+            storage_policy INTEGER NOT NULL,
+            created_at     BIGINT  NOT NULL,
+            UNIQUE (app_type, environment, entity_type, entity_id)
+        )
+        """,
+        // Each send to a channel, pending until its one final entry, with a lease of its own.
+        """
+        CREATE TABLE broadcasts (
+            id             TEXT    PRIMARY KEY,
+            app_type       TEXT    NOT NULL,
+            environment    TEXT    NOT NULL,
+            entity_type    TEXT    NOT NULL,
+            entity_id      TEXT    NOT NULL,
+            channel_id     TEXT    NOT NULL,
+            payload        BYTEA   NOT NULL,
+            priority       INTEGER,
+            expiration     BIGINT  NOT NULL,
+            state          TEXT    NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
+            status         INTEGER,
+            reason         TEXT,
+            request_id     TEXT,
+            unique_id      TEXT,
+            attempts       INTEGER NOT NULL DEFAULT 0,
+            created_at     BIGINT  NOT NULL,
+            finished_at    BIGINT,
+            available_at   BIGINT  NOT NULL,
+            lease_until    BIGINT,
+            claimed_by     TEXT
+        )
+        """,
+        "CREATE INDEX broadcasts_pending ON broadcasts (available_at) WHERE state = 'pending'",
+    ]
 }
 
 extension PostgresStore {
     /// On a connection of its own, so that a wrong URL, a refused password or a
     /// server that is down is one line at start-up, not a minute of pool retries.
     public func migrate() async throws(StoreError) {
+        try await migrate(through: PostgresMigrations.steps.count)
+    }
+
+    /// The schema as of step `last` (tests of an upgrade start from an older one).
+    func migrate(through last: Int) async throws(StoreError) {
         let settings = try configuration.connection()
         do {
             let connection = try await PostgresConnection.connect(configuration: settings, id: 0, logger: Self.quiet)
             do {
-                try await PostgresMigrations.apply(connection)
+                try await PostgresMigrations.apply(connection, through: last)
             } catch {
                 try? await connection.close()
                 throw error

@@ -2,7 +2,9 @@ import PostgresNIO
 
 // The outbox on PostgreSQL: deliveries waiting for a worker of any instance. A row is
 // claimed by setting a lease (lease_until, claimed_by) and leaves the table when its
-// delivery is final, so the claim path holds pending and claimed rows only.
+// delivery is final, so the claim path holds pending and claimed rows only. Its two
+// partial indexes split those: `outbox_free` (unclaimed, by availability: what a claim
+// walks) and `outbox_leased` (claimed, by lease end: where expired leases are found).
 //
 // "Held" means claimed_by is this worker, as on SQLite. An expired lease is still
 // held until another worker claims the row: a late finish is then the truth (the
@@ -18,7 +20,7 @@ extension PostgresStore {
     static let workChannel = "apns_outbox"
 
     /// Rows per multi-row INSERT or UPDATE (binds stay far below the protocol's 65,535).
-    private static let rowsPerStatement = 1_000
+    static let rowsPerStatement = 1_000
 
     public func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery],
                         now: Int64) async throws(StoreError) {
@@ -61,7 +63,7 @@ extension PostgresStore {
             // cannot travel in the arrays postgres-nio encodes.
             for start in stride(from: 0, to: deliveries.count, by: Self.rowsPerStatement) {
                 let end = min(start + Self.rowsPerStatement, deliveries.count)
-                var binds = PostgresBindings(capacity: 3 + (end - start) * 10)
+                var binds = PostgresBindings(capacity: 3 + (end - start) * 11)
                 binds.append(notification.id)
                 binds.append(now)
                 binds.append(ByteBuffer())
@@ -80,40 +82,72 @@ extension PostgresStore {
                     binds.append(d.priority.map(Int64.init))
                     binds.append(d.collapseID)
                     binds.append(d.expiration)
-                    let p = (first..<first + 10).map { "$\($0)" }
+                    binds.append(d.notBefore)
+                    let p = (first..<first + 11).map { "$\($0)" }
                     values.append("($1, \(p[0]), \(p[1])::bigint, \(p[2]), \(p[3]), \(p[4]), $3::bytea, \(p[5])::bigint, "
-                                  + "\(p[6]), \(p[7])::integer, \(p[8])::text, \(p[9])::bigint, $2::bigint)")
+                                  + "\(p[6]), \(p[7])::integer, \(p[8])::text, \(p[9])::bigint, $2::bigint, \(p[10])::bigint)")
                 }
                 try await db.run(PostgresQuery(unsafeSQL: """
                     INSERT INTO deliveries (notification_id, user_id, device_id, token, environment, apns_id, payload,
-                                            payload_id, push_type, priority, collapse_id, expiration, created_at)
+                                            payload_id, push_type, priority, collapse_id, expiration, created_at,
+                                            not_before)
                     VALUES \(values.joined(separator: ", "))
                     """, binds: binds))
             }
-            try await db.run("""
-                INSERT INTO outbox (delivery_id, available_at)
-                SELECT id, \(now) FROM deliveries WHERE notification_id = \(notification.id)
-                """)
+            if deliveries.allSatisfy({ $0.notBefore == nil && $0.hold == nil }) {
+                // The common case: every delivery due now.
+                try await db.run("""
+                    INSERT INTO outbox (delivery_id, available_at)
+                    SELECT id, \(now) FROM deliveries WHERE notification_id = \(notification.id)
+                    """)
+            } else {
+                try await Self.applyHolds(db, notificationID: notification.id, deliveries,
+                                          payloadOf: payloadOf.map { payloadIDs[$0] }, now: now)
+                // Members of a window (batched) never go out themselves; carriers do.
+                try await db.run("""
+                    INSERT INTO outbox (delivery_id, available_at)
+                    SELECT id, coalesce(not_before, \(now)) FROM deliveries
+                    WHERE notification_id = \(notification.id) AND state = 'pending'
+                    """)
+            }
             // Sent at commit, and only then: a woken worker finds the rows committed.
             try await db.run("SELECT pg_notify(\(Self.workChannel), '')")
         }
     }
 
-    /// One statement: pick the oldest free rows (skipping rows other claims hold
-    /// locked), lease them, and return each with what sending it needs, its device's
-    /// state read in the same statement. In READ COMMITTED, a row whose lease another
-    /// claim took after this statement's snapshot is re-checked against its new
-    /// version before it is locked, so it is never leased twice.
+    /// Two statements in one transaction. The first picks the oldest due rows
+    /// (skipping rows other claims hold locked) and leases them; in READ COMMITTED, a
+    /// row whose lease another claim took after this statement's snapshot is re-checked
+    /// against its new version before it is locked, so it is never leased twice.
+    ///
+    /// The second reads what sending them needs, with a snapshot of its own: an enqueue
+    /// that joined a coalescing window's carrier held the carrier's outbox row locked
+    /// until it committed, so whatever it wrote (the latest payload, one more member)
+    /// is visible here; the first statement's snapshot may predate it. The device's
+    /// state is read here too, as fresh as it gets.
     public func claim(worker: String, limit: Int, leaseMillis: Int64,
                       now: Int64) async throws(StoreError) -> [ClaimedDelivery] {
         guard limit > 0 else { return [] }
-        var binds = PostgresBindings(capacity: 4)
-        binds.append(now)
-        binds.append(Int64(limit))
-        binds.append(now + leaseMillis)
-        binds.append(worker)
-        let found = try await rows("claim", PostgresQuery(unsafeSQL: Self.claimSQL, binds: binds))
-        do {
+        return try await transaction("claim") { db -> [ClaimedDelivery] in
+            var binds = PostgresBindings(capacity: 4)
+            binds.append(now)
+            binds.append(Int64(limit))
+            binds.append(now + leaseMillis)
+            binds.append(worker)
+            // Claim order: by availability, then id.
+            let leased = try await db.rows(PostgresQuery(unsafeSQL: Self.claimSQL, binds: binds))
+                .map { (available: try $0.get(1, Int64.self), id: try $0.get(0, Int64.self)) }
+                .sorted { ($0.available, $0.id) < ($1.available, $1.id) }
+            guard !leased.isEmpty else { return [] }
+            let found = try await db.rows("""
+                SELECT \(unescaped: Self.claimedColumns)
+                FROM unnest(\(leased.map(\.id))::bigint[]) WITH ORDINALITY AS l (id, n)
+                JOIN deliveries d ON d.id = l.id
+                JOIN notifications n ON n.id = d.notification_id
+                LEFT JOIN devices v ON v.id = d.device_id
+                LEFT JOIN payloads p ON p.id = d.payload_id
+                ORDER BY l.n
+                """)
             var claimed: [ClaimedDelivery] = []
             claimed.reserveCapacity(found.count)
             // Deliveries of one notification share their payload: one array for all.
@@ -131,39 +165,56 @@ extension PostgresStore {
                         environment: try row.get(5), apnsID: try row.get(6), payload: lastPayload,
                         pushType: try row.get(8), priority: try row.get(9), collapseID: try row.get(10),
                         expiration: try row.get(11)),
-                    attempts: try row.get(12), crossEnvironmentTried: try row.get(13), deviceActive: try row.get(15)))
+                    attempts: try row.get(12), crossEnvironmentTried: try row.get(13), deviceActive: try row.get(15),
+                    batched: try row.get(16)))
             }
             return claimed
-        } catch {
-            throw StoreError(postgres: error, "claim", configuration)
         }
     }
 
-    /// $1 now, $2 limit, $3 the lease's end, $4 the worker.
+    /// The lease: $1 now, $2 limit, $3 the lease's end, $4 the worker; returns the
+    /// leased rows' (delivery_id, available_at).
+    ///
+    /// Due rows are free ones (the partial index `outbox_free`, in claim order, where
+    /// held rows never are) and expired leases (`outbox_leased`: a dead worker's, few);
+    /// the oldest `limit` of both, as SQLite's single index gives them. Rows a CTE
+    /// locked but the limit left out are free again when the transaction ends.
     static let claimSQL = """
-        WITH picked AS (
-            SELECT delivery_id FROM outbox
-            WHERE available_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+        WITH free AS (
+            SELECT delivery_id, available_at FROM outbox
+            WHERE claimed_by IS NULL AND available_at <= $1
             ORDER BY available_at, delivery_id
             LIMIT $2
             FOR UPDATE SKIP LOCKED
-        ), leased AS (
-            -- = ANY(ARRAY(…)): probes of the primary key, where a join may hash the whole outbox.
-            UPDATE outbox SET lease_until = $3, claimed_by = $4
-            WHERE delivery_id = ANY(ARRAY(SELECT delivery_id FROM picked))
-            RETURNING delivery_id, available_at
+        ), expired AS (
+            SELECT delivery_id, available_at FROM outbox
+            WHERE claimed_by IS NOT NULL AND lease_until <= $1 AND available_at <= $1
+            ORDER BY available_at, delivery_id
+            LIMIT $2
+            FOR UPDATE SKIP LOCKED
+        ), picked AS (
+            SELECT delivery_id, available_at FROM free
+            UNION ALL
+            SELECT delivery_id, available_at FROM expired
+            ORDER BY available_at, delivery_id
+            LIMIT $2
         )
-        SELECT d.id, d.notification_id, d.user_id, d.device_id, d.token, d.environment, d.apns_id,
-               coalesce(p.bytes, d.payload), d.push_type, d.priority, d.collapse_id, d.expiration,
-               d.attempts, d.cross_environment_tried, n.app_type,
-               coalesce(v.is_active AND v.user_id = d.user_id AND v.app_type = n.app_type
-                        AND v.platform = 'ios', false)
-        FROM leased l
-        JOIN deliveries d ON d.id = l.delivery_id
-        JOIN notifications n ON n.id = d.notification_id
-        LEFT JOIN devices v ON v.id = d.device_id
-        LEFT JOIN payloads p ON p.id = d.payload_id
-        ORDER BY l.available_at, l.delivery_id
+        -- = ANY(ARRAY(…)): probes of the primary key, where a join may hash the whole outbox.
+        UPDATE outbox SET lease_until = $3, claimed_by = $4
+        WHERE delivery_id = ANY(ARRAY(SELECT delivery_id FROM picked))
+        RETURNING delivery_id, available_at
+        """
+
+    /// What sending a claimed delivery needs, and whether its device is still an active
+    /// token of the delivery's user, app and kind (see `ClaimedDelivery.deviceActive`).
+    static let claimedColumns = """
+        d.id, d.notification_id, d.user_id, d.device_id, d.token, d.environment, d.apns_id,
+        coalesce(p.bytes, d.payload), d.push_type, d.priority, d.collapse_id, d.expiration,
+        d.attempts, d.cross_environment_tried, n.app_type,
+        coalesce(v.is_active AND v.user_id = d.user_id AND v.app_type = n.app_type
+                 AND v.platform = (CASE d.push_type WHEN 'liveactivity' THEN 'liveactivity' ELSE 'ios' END),
+                 false),
+        coalesce(d.batched, 0)
         """
 
     public func renew(worker: String, deliveryIDs: [Int64], leaseMillis: Int64,
@@ -277,6 +328,15 @@ extension PostgresStore {
     public func outboxDepth() async throws(StoreError) -> Int {
         do {
             return try await rows("count the outbox", "SELECT count(*) FROM outbox")[0].get(0, Int.self)
+        } catch {
+            throw StoreError(postgres: error, "count the outbox", configuration)
+        }
+    }
+
+    public func outboxWaiting(now: Int64) async throws(StoreError) -> Int {
+        do {
+            return try await rows("count the outbox", "SELECT count(*) FROM outbox WHERE available_at > \(now)")[0]
+                .get(0, Int.self)
         } catch {
             throw StoreError(postgres: error, "count the outbox", configuration)
         }

@@ -1,7 +1,8 @@
 import PostgresNIO
 
 // The device registry, the preferences, and the fan-out read that joins them: the
-// same statements as SQLite's `Registry.swift`, in PostgreSQL's dialect.
+// same statements as SQLite's `Registry.swift`, in PostgreSQL's dialect. Text is
+// ordered byte-wise (COLLATE "C"), as SQLite orders it, whatever the database's locale.
 
 extension PostgresStore {
     public func register(_ device: DeviceRegistration, now: Int64) async throws(StoreError) {
@@ -34,7 +35,7 @@ extension PostgresStore {
         try await !rows("unregister a device", """
             UPDATE devices SET is_active = false, deactivated_reason = 'unregistered',
                                deactivated_at = \(now), updated_at = \(now)
-            WHERE user_id = \(userID) AND token = \(token.lowercased()) AND is_active
+            WHERE user_id = \(userID) AND token = \(token.lowercased()) AND is_active AND platform <> 'liveactivity'
             RETURNING id
             """).isEmpty
     }
@@ -42,7 +43,7 @@ extension PostgresStore {
     public func devices(userID: String) async throws(StoreError) -> [DeviceRow] {
         let found = try await rows("list devices", """
             SELECT id, platform, app_type, device_name, os_version, app_version, last_used_at, created_at
-            FROM devices WHERE user_id = \(userID) AND is_active
+            FROM devices WHERE user_id = \(userID) AND is_active AND platform <> 'liveactivity'
             ORDER BY registered_at DESC, id DESC
             """)
         do {
@@ -58,28 +59,37 @@ extension PostgresStore {
 
     // MARK: Preferences
 
-    public func preferences(userID: String, appType: String) async throws(StoreError) -> [String: Bool] {
+    public func preferences(userID: String, appType: String) async throws(StoreError) -> [String: PreferenceValue] {
         let found = try await rows("read preferences", """
-            SELECT key, value FROM preferences WHERE user_id = \(userID) AND app_type = \(appType)
+            SELECT key, value, text_value FROM preferences WHERE user_id = \(userID) AND app_type = \(appType)
             """)
         do {
-            var saved: [String: Bool] = [:]
-            for row in found { saved[try row.get(0, String.self)] = try row.get(1, Bool.self) }
+            var saved: [String: PreferenceValue] = [:]
+            for row in found {
+                saved[try row.get(0, String.self)] = PreferenceValue(value: try row.get(1), text: try row.get(2))
+            }
             return saved
         } catch {
             throw StoreError(postgres: error, "read preferences", configuration)
         }
     }
 
-    public func updatePreferences(userID: String, appType: String, _ changes: [String: Bool],
+    public func updatePreferences(userID: String, appType: String, _ changes: [String: PreferenceValue],
                                   now: Int64) async throws(StoreError) {
         guard !changes.isEmpty else { return }
-        // One statement for all keys: the arrays are unnested side by side.
-        let keys = Array(changes.keys), values = keys.map { changes[$0]! }
+        // One statement for all keys: the arrays are unnested side by side. A toggle
+        // travels as 'true'/'false' text (arrays of postgres-nio carry no NULLs), cast
+        // back where it is not NULL.
+        let keys = Array(changes.keys)
+        let toggles = keys.map { changes[$0]!.bool.map { $0 ? "true" : "false" } ?? "" }
+        let texts = keys.map { changes[$0]!.text ?? "" }
+        let isText = keys.map { changes[$0]!.text != nil }
         _ = try await rows("update preferences", """
-            INSERT INTO preferences (user_id, app_type, key, value, updated_at)
-            SELECT \(userID), \(appType), k, v, \(now) FROM unnest(\(keys)::text[], \(values)::boolean[]) AS u (k, v)
-            ON CONFLICT (user_id, app_type, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+            INSERT INTO preferences (user_id, app_type, key, value, text_value, updated_at)
+            SELECT \(userID), \(appType), k, CASE WHEN t THEN NULL ELSE b::boolean END, CASE WHEN t THEN x END, \(now)
+            FROM unnest(\(keys)::text[], \(toggles)::text[], \(texts)::text[], \(isText)::boolean[]) AS u (k, b, x, t)
+            ON CONFLICT (user_id, app_type, key) DO UPDATE SET value = excluded.value, text_value = excluded.text_value,
+                                                               updated_at = excluded.updated_at
             """)
     }
 
@@ -104,14 +114,14 @@ extension PostgresStore {
                     ORDER BY registered_at DESC, id DESC
                     """)
                 let preferences = try await db.rows("""
-                    SELECT user_id, key, value FROM preferences
+                    SELECT user_id, key, value, text_value FROM preferences
                     WHERE user_id = ANY(\(users)) AND app_type = \(appType)
                     """)
                 return try Self.recipients(users, devices, preferences)
             case .company(let company):
                 let users = try await db.rows("""
-                    SELECT DISTINCT user_id FROM devices
-                    WHERE company_id = \(company) AND app_type = \(appType) AND is_active ORDER BY user_id
+                    SELECT DISTINCT user_id COLLATE "C" FROM devices
+                    WHERE company_id = \(company) AND app_type = \(appType) AND is_active ORDER BY 1
                     """).map { try $0.get(0, String.self) }
                 guard !users.isEmpty else { return [] }
                 // A company's notification goes only to the devices registered with that
@@ -122,7 +132,7 @@ extension PostgresStore {
                     ORDER BY registered_at DESC, id DESC
                     """)
                 let preferences = try await db.rows("""
-                    SELECT user_id, key, value FROM preferences
+                    SELECT user_id, key, value, text_value FROM preferences
                     WHERE user_id = ANY(\(users)) AND app_type = \(appType)
                     """)
                 return try Self.recipients(users, devices, preferences)
@@ -138,9 +148,10 @@ extension PostgresStore {
             devices[try row.get(0, String.self), default: []].append(
                 Recipient.Device(id: try row.get(1), token: try row.get(2), environment: try row.get(3)))
         }
-        var preferences: [String: [String: Bool]] = [:]
+        var preferences: [String: [String: PreferenceValue]] = [:]
         for row in preferenceRows {
-            preferences[try row.get(0, String.self), default: [:]][try row.get(1, String.self)] = try row.get(2, Bool.self)
+            preferences[try row.get(0, String.self), default: [:]][try row.get(1, String.self)] =
+                PreferenceValue(value: try row.get(2), text: try row.get(3))
         }
         return users.map { Recipient(userID: $0, preferences: preferences[$0] ?? [:], devices: devices[$0] ?? []) }
     }

@@ -150,6 +150,8 @@ extension StoreError {
             default:
                 self.init("\(doing): \(at): \(error.code)")
             }
+        case let error as ConnectionPoolError where error == .poolShutdown:
+            self.init("\(doing): the store is closed")
         case let error as ConnectionPoolError where error == .connectionCreationCircuitBreakerTripped:
             self.init("\(doing): cannot reach \(at): no connection could be made for a minute")
         case let error as PostgresDecodingError:

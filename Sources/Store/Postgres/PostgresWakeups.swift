@@ -44,15 +44,18 @@ final class PostgresWakeups: Sendable {
         for w in waiters { w.resume(returning: true) }
     }
 
-    /// Returns true on a wake, false after `timeout` or when the task is cancelled.
+    /// Returns true on a wake, false after `timeout`, when the task is cancelled, or
+    /// (at once) when the store is closed.
     func wait(timeout: Duration) async -> Bool {
         startListening()
-        let id = state.withLock { s -> UInt64? in
+        let id = state.withLock { s -> UInt64?? in
+            if s.closed { return .some(nil) }
             if s.pending { s.pending = false; return nil }
             s.next += 1
             return s.next
         }
         guard let id else { return true }
+        guard let id else { return false }
         // The waiter is resumed exactly once: by a wake (true), or by the timer,
         // which ends by itself or on cancellation (false).
         let woken = await withTaskGroup(of: Bool?.self) { group in
@@ -65,7 +68,7 @@ final class PostgresWakeups: Sendable {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                     // A wake between the id and here was kept as pending: it is ours.
                     let now = self.state.withLock { s -> Bool? in
-                        if s.abandoned.remove(id) != nil { return false }
+                        if s.abandoned.remove(id) != nil || s.closed { return false }
                         if s.pending { s.pending = false; return true }
                         s.waiters[id] = continuation
                         return nil
@@ -86,13 +89,17 @@ final class PostgresWakeups: Sendable {
         return woken
     }
 
-    /// Ends the LISTEN connection.
+    /// Ends the LISTEN connection; waiting workers return (false) at once.
     func close() async {
-        let listener = state.withLock { s -> Task<Void, Never>? in
+        let (listener, waiters) = state.withLock { s -> (Task<Void, Never>?, [CheckedContinuation<Bool, Never>]) in
             s.closed = true
-            defer { s.listener = nil }
-            return s.listener
+            defer {
+                s.listener = nil
+                s.waiters.removeAll()
+            }
+            return (s.listener, Array(s.waiters.values))
         }
+        for w in waiters { w.resume(returning: false) }
         listener?.cancel()
         await listener?.value
     }
