@@ -35,6 +35,9 @@ final class PostgresWakeups: Sendable {
     /// How many times LISTEN has been set up: tests wait for it before they notify.
     var listenCount: Int { state.withLock { $0.listening } }
 
+    /// Workers waiting now: tests wait for one before they close the store.
+    var waiterCount: Int { state.withLock { $0.waiters.count } }
+
     func wake() {
         let waiters = state.withLock { s -> [CheckedContinuation<Bool, Never>] in
             if s.waiters.isEmpty { s.pending = true }
@@ -44,8 +47,9 @@ final class PostgresWakeups: Sendable {
         for w in waiters { w.resume(returning: true) }
     }
 
-    /// Returns true on a wake, false after `timeout`, when the task is cancelled, or
-    /// (at once) when the store is closed.
+    /// Returns true on a wake, false after `timeout` or when the task is cancelled.
+    /// `close()` ends the waits under way (false); a wait after it is a plain timer
+    /// (a loop around it does not spin while its task is being cancelled).
     func wait(timeout: Duration) async -> Bool {
         startListening()
         let id = state.withLock { s -> UInt64?? in
@@ -55,7 +59,10 @@ final class PostgresWakeups: Sendable {
             return s.next
         }
         guard let id else { return true }
-        guard let id else { return false }
+        guard let id else {
+            try? await Task.sleep(for: timeout)
+            return false
+        }
         // The waiter is resumed exactly once: by a wake (true), or by the timer,
         // which ends by itself or on cancellation (false).
         let woken = await withTaskGroup(of: Bool?.self) { group in
