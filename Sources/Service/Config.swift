@@ -10,8 +10,9 @@ import Yams
 public struct ServerConfig: Sendable {
     public var listenHost: String
     public var listenPort: Int
-    /// The SQLite file (from `sqlite:PATH`).
-    public var databasePath: String
+    /// Where the state (registry, outbox, log) lives: one SQLite file, or a
+    /// PostgreSQL database that several instances share.
+    public var database: Database
     /// Backend API keys (raw bytes, compared in constant time).
     var apiKeys: [[UInt8]]
     /// The apps' HS256 secret.
@@ -72,6 +73,21 @@ public struct ServerConfig: Sendable {
     ]
 
     public func app(_ appType: String) -> AppConfig? { apps.first { $0.appType == appType } }
+
+    /// `sqlite:PATH` (one instance) or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`
+    /// (several instances on one database, issue #11).
+    public enum Database: Sendable, CustomStringConvertible {
+        case sqlite(path: String)
+        case postgres(PostgresStore.Configuration)
+
+        /// What logs and errors may say: never the password.
+        public var description: String {
+            switch self {
+            case .sqlite(let path): "sqlite:\(path)"
+            case .postgres(let c): "postgres://\(c)"
+            }
+        }
+    }
 }
 
 /// One iOS app: its topic, the key that signs for it, where its pushes go, and
@@ -187,7 +203,7 @@ extension ServerConfig {
         let listen = try string("listen", required: true)!
         let (host, port) = try parseListen(listen)
         let database = try string("database", required: true)!
-        let databasePath = try parseDatabase(database, base: overrides["database"] != nil ? cwd : base)
+        var parsedDatabase = try parseDatabase(database, base: overrides["database"] != nil ? cwd : base)
         let apiKeys = try readAPIKeys(try filePath("api_keys_file"))
         let secret = try readSecret(try filePath("user_jwt_secret_file"))
 
@@ -234,6 +250,11 @@ extension ServerConfig {
             }
             apps.append(app)
         }
+        let poolSize = try reader.int("database_pool_size", default: 10, range: 1...1000)
+        if case .postgres(var c) = parsedDatabase {
+            c.maximumConnections = poolSize
+            parsedDatabase = .postgres(c)
+        }
         var testClockFile: String?
         if let clock = try reader.string("test_clock_file", required: false) {
             guard environment[testClockVariable] == "1" else {
@@ -247,7 +268,7 @@ extension ServerConfig {
         }
         try reader.rejectUnknown()
 
-        var config = ServerConfig(listenHost: host, listenPort: port, databasePath: databasePath, apiKeys: apiKeys,
+        var config = ServerConfig(listenHost: host, listenPort: port, database: parsedDatabase, apiKeys: apiKeys,
                                   userJWTSecret: secret, apps: apps, worker: worker, maxBodyBytes: maxBody,
                                   idleTimeoutSeconds: idle, logLevel: logLevel, testClockFile: testClockFile)
         config.retention = retention
@@ -402,16 +423,28 @@ extension ServerConfig {
         return (host, port)
     }
 
-    static func parseDatabase(_ s: String, base: URL) throws(ConfigError) -> String {
+    static func parseDatabase(_ s: String, base: URL) throws(ConfigError) -> Database {
         if s.hasPrefix("postgres://") || s.hasPrefix("postgresql://") {
-            throw ConfigError("database: PostgreSQL is not supported yet (it comes with the scale-out issue); use sqlite:PATH")
+            do {
+                return .postgres(try PostgresStore.Configuration(url: s))
+            } catch {
+                // "database URL: no user (expected postgres://…)": never the password.
+                throw ConfigError("config: \(error.description)")
+            }
         }
         guard s.hasPrefix("sqlite:"), s.count > "sqlite:".count else {
-            throw ConfigError("database must be sqlite:PATH (e.g. sqlite:var/apns.db), not '\(s)'")
+            throw ConfigError("database must be sqlite:PATH or postgres://USER@HOST:PORT/DB, not '\(Self.redacted(s))'")
         }
         var p = String(s.dropFirst("sqlite:".count))
         if p.hasPrefix("//") { p = String(p.dropFirst(2)) }  // sqlite:///abs/path
-        return resolve(p, against: base)
+        return .sqlite(path: resolve(p, against: base))
+    }
+
+    /// A database value as an error may quote it: anything between "://" and the
+    /// last "@" (a password, perhaps in a misspelled scheme) is left out.
+    static func redacted(_ s: String) -> String {
+        guard let scheme = s.range(of: "://"), let at = s.lastIndex(of: "@"), at > scheme.upperBound else { return s }
+        return String(s[..<scheme.upperBound]) + "…" + String(s[at...])
     }
 
     static func parseEndpoint(_ s: String, field: String) throws(ConfigError) -> Endpoint {

@@ -63,10 +63,25 @@ public enum APNsServer {
 
         let store: any DeliveryStore
         do {
-            store = try await openStore(config)
+            store = try openStore(config.database)
+        } catch {
+            return fail("database \(config.database): \(error)")
+        }
+        // Whatever happens from here, the store is closed before the exit (PostgreSQL:
+        // its pool and LISTEN connection end with a goodbye, not a reset).
+        let status = await run(config: config, store: store, registry: registry, logger: logger)
+        await closeStore(store)
+        return status
+    }
+
+    /// Migrates, then serves until a signal; the exit status.
+    static func run(config: ServerConfig, store: any DeliveryStore, registry: PrometheusCollectorRegistry,
+                    logger: Logger) async -> Int32 {
+        do {
+            // Also where an unreachable PostgreSQL is found: one line, exit 2.
             try await store.migrate()
         } catch {
-            return fail("database \(config.databasePath): \(error)")
+            return fail("database \(config.database): \(error)")
         }
         let clients: APNsClients
         do {
@@ -132,8 +147,17 @@ public enum APNsServer {
         return router
     }
 
-    static func openStore(_ config: ServerConfig) async throws -> any DeliveryStore {
-        try SQLiteStore(path: config.databasePath)
+    /// The store the config names, by scheme: one service whichever it is.
+    static func openStore(_ database: ServerConfig.Database) throws -> any DeliveryStore {
+        switch database {
+        case .sqlite(let path): try SQLiteStore(path: path)
+        case .postgres(let configuration): PostgresStore(configuration)
+        }
+    }
+
+    static func closeStore(_ store: any DeliveryStore) async {
+        // SQLite closes its file when the store is released.
+        if let postgres = store as? PostgresStore { await postgres.close() }
     }
 
     static func fail(_ message: String) -> Int32 {

@@ -95,6 +95,8 @@ final class ServerProcess: @unchecked Sendable {
         /// "Now" from this file (see `TestClock`); the server is started with
         /// APNS_SERVER_TEST_CLOCK=1.
         var testClockFile: String?
+        /// The config's `database:` (a postgres:// URL); nil: the SQLite file below.
+        var database: String?
     }
 
     init(sandbox: MockServer?, production: MockServer?, options: Options = Options()) {
@@ -126,7 +128,7 @@ final class ServerProcess: @unchecked Sendable {
         testClock = options.testClockFile != nil
         let yaml = """
             listen: 127.0.0.1:0
-            database: sqlite:var/apns.db
+            database: \(options.database ?? "sqlite:var/apns.db")
             api_keys_file: api-keys
             user_jwt_secret_file: user-jwt.secret
             log_level: warning

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Benchmark apns-server scale-out (issue #11): 1, 2 and 3 instances sharing one
+# PostgreSQL, each with its own HTTP/2 connection to one apns-mock that answers after
+# 50 ms and allows 100 streams per connection (so one connection tops out near
+# 100 / 0.05 s = 2,000/s, as a real APNs connection is bound by round trips). One
+# notification fanned out to N stored devices (company fan-out) per round; the rate is
+# N / (enqueue to an empty outbox). Median of RUNS; the SQLite single instance beside
+# it; the claim query's cost per delivery from pg_stat_statements.
+#   Usage: scripts/bench-scaleout.sh [BIN_DIR] [N=30000] [RUNS=3]
+# BIN_DIR defaults to the release build (swift build -c release). BATCH sets
+# worker.batch_size (default 250: small claims keep the instances' tails even).
+set -euo pipefail
+bin=${1:-$(swift build -c release --show-bin-path)}
+n=${2:-30000}; runs=${3:-3}; batch=${BATCH:-250}
+dir=$(mktemp -d /tmp/apns-bench-scaleout.XXXXXX)
+chmod 755 "$dir"  # the postgres user reaches its data folder through it
+servers=(); mock=; pgbin=
+cleanup() {
+  for p in "${servers[@]}" $mock; do kill "$p" 2>/dev/null || true; done
+  for p in "${servers[@]}" $mock; do wait "$p" 2>/dev/null || true; done
+  [ -n "$pgbin" ] && as_pg "$pgbin/pg_ctl" stop -D "$dir/pg/data" -m fast -s >/dev/null 2>&1 || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+scripts/gen-pki.sh "$dir/pki" >/dev/null
+. "$dir/pki/ids.env"
+. "$(dirname "$0")/lib/mock.sh"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+now() { date +%s.%N; }
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# PostgreSQL: a throw-away cluster on 127.0.0.1 (trust, nothing else can reach it),
+# run as the postgres user when we are root (it refuses root). Default durability.
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -x "$pgbin/initdb" ] || { echo "PostgreSQL is not installed (make deps installs it)" >&2; exit 1; }
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+mkdir "$dir/pg"; [ "$(id -u)" = 0 ] && chown postgres: "$dir/pg"
+as_pg "$pgbin/initdb" -D "$dir/pg/data" -U apns -A trust -E UTF8 --locale=C --no-instructions >/dev/null
+pg_port=$(free_port)
+as_pg tee -a "$dir/pg/data/postgresql.conf" >/dev/null <<CONF
+listen_addresses = '127.0.0.1'
+port = $pg_port
+unix_socket_directories = '$dir/pg'
+max_connections = 200
+shared_buffers = 256MB
+shared_preload_libraries = 'pg_stat_statements'
+CONF
+as_pg "$pgbin/pg_ctl" start -D "$dir/pg/data" -l "$dir/pg/server.log" -w -s
+psql() { "$pgbin/psql" -h 127.0.0.1 -p "$pg_port" -U apns -X -q -t -A "$@"; }
+psql -d postgres -c "CREATE DATABASE bench" && psql -d bench -c "CREATE EXTENSION pg_stat_statements"
+db_url="postgres://apns@127.0.0.1:$pg_port/bench?sslmode=disable"
+
+"$bin/apns-mock" --port 0 --cert "$dir/pki/server.crt" --key "$dir/pki/server.key" --latency 50ms --max-streams 100 \
+  --auth-key "$dir/pki/AuthKey_$KEY_ID.p8" --team-id "$TEAM_ID" --topic "$TOPIC" >"$dir/mock.out" 2>"$dir/mock.err" &
+mock=$!
+mock_port=$(mock_port "$dir/mock.out" "$dir/mock.err" $mock) || exit 1
+api_key=$(openssl rand -hex 24); echo "$api_key" >"$dir/api-keys"; openssl rand -hex 32 >"$dir/user-jwt.secret"
+
+# start_server NAME DATABASE: one instance, its port in $port once it answers.
+start_server() {
+  port=$(free_port)
+  cat >"$dir/$1.yaml" <<YAML
+listen: 127.0.0.1:$port
+database: $2
+api_keys_file: api-keys
+user_jwt_secret_file: user-jwt.secret
+max_body_bytes: 1048576
+log_level: warning
+worker:
+  batch_size: $batch
+apps:
+  - app_type: staff
+    topic: $TOPIC
+    key: pki/AuthKey_$KEY_ID.p8
+    key_id: $KEY_ID
+    team_id: $TEAM_ID
+    production_endpoint: https://127.0.0.1:$mock_port
+    cacert: pki/ca.pem
+YAML
+  "$bin/apns-server" --config "$dir/$1.yaml" 2>"$dir/$1.err" &
+  servers+=($!)
+  for _ in $(seq 300); do curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && return; sleep 0.1; done
+  echo "apns-server $1 did not start: $(cat "$dir/$1.err")" >&2; exit 1
+}
+stop_servers() {
+  for p in "${servers[@]}"; do kill -TERM "$p"; done
+  for p in "${servers[@]}"; do wait "$p" || { echo "an apns-server exited $?" >&2; exit 1; }; done
+  servers=()
+}
+
+# N devices, one user each, 1000 a request through the bulk path.
+python3 - "$n" "$dir" <<'PY'
+import json, random, sys
+n, d = int(sys.argv[1]), sys.argv[2]
+rng = random.Random(42)
+for i in range(0, n, 1000):
+    devices = [{"user_id": f"u{j}", "company_id": "bench", "deviceToken": "%064x" % rng.getrandbits(256),
+                "platform": "ios", "appType": "staff"} for j in range(i, min(i + 1000, n))]
+    open(f"{d}/seed-{i // 1000:05d}.json", "w").write(json.dumps({"devices": devices}))
+PY
+seed() {
+  for f in "$dir"/seed-*.json; do
+    curl -sf -X POST "http://127.0.0.1:$1/v1/device-tokens" -H "Authorization: Bearer $api_key" \
+      -H "Content-Type: application/json" --data-binary @"$f" >/dev/null
+  done
+}
+
+# rounds PORT DEPTH_COMMAND: RUNS rounds through the instance on PORT; the rates in $rates.
+rounds() {
+  rates=()
+  for r in $(seq "$runs"); do
+    t0=$(now)
+    reply=$(curl -sf -X POST "http://127.0.0.1:$1/v1/notifications" -H "Authorization: Bearer $api_key" \
+      -H "Content-Type: application/json" \
+      -d '{"type":"order_status_changed","entity_type":"order","entity_id":"o1","app_type":"staff","company_id":"bench","alert":{"title":"Order Ready","body":"Order #1234 is ready for collection"},"badge":1}')
+    while [ "$($2)" != "0" ]; do sleep 0.05; done
+    t2=$(now)
+    id=$(printf '%s' "$reply" | python3 -c 'import json,sys; print(json.load(sys.stdin)["notification_id"])')
+    delivered=$(curl -s "http://127.0.0.1:$1/v1/notifications/$id?limit=1" -H "Authorization: Bearer $api_key" |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"]["delivered"])')
+    [ "$delivered" = "$n" ] || { echo "round $r: $delivered of $n delivered" >&2; exit 1; }
+    rate=$(python3 -c "print(round($n / ($t2 - $t0)))")
+    echo "  round $r: $n delivered and logged in $(python3 -c "print(round($t2 - $t0, 2))") s: $rate/s"
+    rates+=("$rate")
+  done
+}
+pg_depth() { psql -d bench -c "SELECT count(*) FROM outbox"; }
+
+declare -A pg_rate pg_claim
+for k in 1 2 3; do
+  echo "PostgreSQL, $k instance(s):"
+  ports=()
+  for i in $(seq "$k"); do start_server "pg$k-$i" "$db_url"; ports+=("$port"); done
+  [ "$k" = 1 ] && seed "${ports[0]}"
+  psql -d bench -c "VACUUM ANALYZE" -c "SELECT pg_stat_statements_reset()" >/dev/null
+  rounds "${ports[0]}" pg_depth
+  pg_rate[$k]=$(median "${rates[@]}")
+  # The claim statement's server time per delivery it returned (all rounds).
+  pg_claim[$k]=$(psql -d bench -c "SELECT round((sum(total_exec_time) * 1000 / greatest(sum(rows), 1))::numeric, 1)
+    FROM pg_stat_statements WHERE query LIKE '%SKIP LOCKED%'")
+  stop_servers
+done
+
+echo "SQLite, 1 instance:"
+start_server sqlite "sqlite:$dir/apns.db"
+seed "$port"
+sqlite_port=$port
+sqlite_depth() { curl -s "http://127.0.0.1:$sqlite_port/metrics" | awk '/^apns_server_outbox_depth / {print int($2)}'; }
+rounds "$port" sqlite_depth
+sqlite_rate=$(median "${rates[@]}")
+stop_servers
+
+one=${pg_rate[1]}
+echo
+echo "| $n deliveries, mock 50 ms / 100 streams per connection | deliveries/s (median of $runs) | vs 1 instance | claim µs/delivery |"
+echo "|---|---|---|---|"
+for k in 1 2 3; do
+  echo "| PostgreSQL, $k instance(s) | ${pg_rate[$k]} | $(python3 -c "print(round(${pg_rate[$k]} / $one, 2))")x | ${pg_claim[$k]} |"
+done
+echo "| SQLite, 1 instance | $sqlite_rate | $(python3 -c "print(round($sqlite_rate / $one, 2))")x | |"
+echo "scaling: 2 instances $(python3 -c "print(round(${pg_rate[2]} / $one, 2))")x (goal >= 1.8), 3 instances $(python3 -c "print(round(${pg_rate[3]} / $one, 2))")x (goal >= 2.5)"
