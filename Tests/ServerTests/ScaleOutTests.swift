@@ -103,12 +103,7 @@ import TestSupport
     /// The database stops and starts mid-run: the instances reconnect (pool and
     /// LISTEN), deliveries whose outcome could not be written go out again with
     /// their apns-ids once their lease runs out, and nothing is lost.
-    @Test(.disabled("""
-        PostgresStore's transactions (claim, finish) can hang for good when the database restarts under \
-        concurrent load: no error, no connection on the server (reported to pg-store; a store-level \
-        reproduction: claim/finish/renew loops on four workers, restart the cluster)
-        """))
-    func databaseRestartsMidRun() async throws {
+    @Test func databaseRestartsMidRun() async throws {
         let count = 6000
         var options = ServerProcess.Options()
         options.leaseSeconds = 5

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import PostgresNIO
 import _ConnectionPoolModule
 
@@ -51,10 +52,12 @@ public final class PostgresStore: DeliveryStore {
 
     // MARK: Statements, with errors as one line
 
-    /// One statement in its own transaction (autocommit); its rows.
+    /// One statement in its own transaction (autocommit); its rows. On a leased
+    /// connection of our own rather than `client.query`, for the guards of
+    /// `PostgresConnection.bounded`.
     func rows(_ doing: String, _ query: PostgresQuery) async throws(StoreError) -> [PostgresRandomAccessRow] {
         do {
-            return try await client.query(query, logger: Self.quiet).collect().map { $0.makeRandomAccess() }
+            return try await client.withConnection { connection in try await connection.rows(query) }
         } catch {
             throw StoreError(postgres: error, doing, configuration)
         }
@@ -70,13 +73,15 @@ public final class PostgresStore: DeliveryStore {
             attempt += 1
             do {
                 return try await client.withConnection { connection in
-                    try await connection.query("BEGIN", logger: Self.quiet)
+                    try await connection.run("BEGIN")
                     do {
                         let value = try await body(connection)
-                        try await connection.query("COMMIT", logger: Self.quiet)
+                        try await connection.run("COMMIT")
                         return value
                     } catch {
-                        _ = try? await connection.query("ROLLBACK", logger: Self.quiet)
+                        // On a lost connection this fails at once (the server has
+                        // rolled back already).
+                        try? await connection.run("ROLLBACK")
                         throw error
                     }
                 }
@@ -90,15 +95,68 @@ public final class PostgresStore: DeliveryStore {
 }
 
 extension PostgresConnection {
-    /// A statement's rows, read whole.
+    /// A statement's rows, read whole. Every statement of the store goes through here.
     func rows(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {
-        try await self.query(query, logger: PostgresStore.quiet).collect().map { $0.makeRandomAccess() }
+        try await bounded { try await self.query(query, logger: PostgresStore.quiet).collect().map { $0.makeRandomAccess() } }
     }
 
     /// A statement whose rows do not matter.
     func run(_ query: PostgresQuery) async throws {
-        _ = try await self.query(query, logger: PostgresStore.quiet).collect()
+        _ = try await rows(query)
     }
+
+    /// How long a statement may go unanswered before its connection is given up. Ours
+    /// take milliseconds (a lock wait lasts as long as another short transaction); a
+    /// minute means the answer is not coming.
+    static let statementDeadline: Duration = .seconds(60)
+
+    /// `work`, one statement on this connection, failing with `ConnectionLost` where it
+    /// would otherwise wait forever.
+    ///
+    /// postgres-nio (1.33) hands a statement to the connection's channel with no way to
+    /// learn that the write was dropped: once the channel has closed and NIO has taken
+    /// its handlers off, the statement's promise is never completed and the call never
+    /// returns. The pool lends a connection the server has just closed until it hears
+    /// of the close, so when the server restarts under load, a BEGIN (or a ROLLBACK after
+    /// a failed statement) lands on one now and then, and its worker hangs for good,
+    /// holding the lease.
+    ///
+    /// Two guards: a connection already closed fails at once (almost always the case);
+    /// and, for the moment between that check and the write, or a peer that went silent
+    /// without closing (a half-open TCP connection), a statement unanswered after
+    /// `statementDeadline` closes its connection (the pool drops it and connects anew)
+    /// and fails. The caller sees "cannot reach PostgreSQL", which a worker retries.
+    /// A hung statement's task is left behind, waiting on nothing.
+    func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        guard !isClosed else { throw ConnectionLost(reason: "the connection had closed") }
+        let waiting = Waiting<T>()
+        return try await withCheckedThrowingContinuation { continuation in
+            waiting.continuation.withLock { $0 = continuation }
+            let deadline = Task {
+                try await Task.sleep(for: Self.statementDeadline)
+                guard let continuation = waiting.take() else { return }
+                let _: EventLoopFuture<Void> = self.close()
+                continuation.resume(throwing: ConnectionLost(reason: "no answer for \(Self.statementDeadline)"))
+            }
+            Task {
+                let result: Result<T, any Error>
+                do { result = .success(try await work()) } catch { result = .failure(error) }
+                deadline.cancel()
+                waiting.take()?.resume(with: result)
+            }
+        }
+    }
+}
+
+/// The caller of `bounded`, resumed once: by the answer or by the deadline.
+private final class Waiting<T: Sendable>: Sendable {
+    let continuation = Mutex<CheckedContinuation<T, any Error>?>(nil)
+    func take() -> CheckedContinuation<T, any Error>? { continuation.withLock { $0.take() } }
+}
+
+/// A statement sent on a connection that is gone, or that got no answer in time.
+struct ConnectionLost: Error {
+    let reason: String
 }
 
 extension PostgresRandomAccessRow {
@@ -126,6 +184,8 @@ extension StoreError {
         switch error {
         case let error as StoreError:
             self = error
+        case let error as ConnectionLost:
+            self.init("\(doing): cannot reach \(at): \(error.reason)")
         case let error as PSQLError:
             switch error.code {
             case .server:
