@@ -4,8 +4,10 @@
 # 50 ms and allows 100 streams per connection (so one connection tops out near
 # 100 / 0.05 s = 2,000/s, as a real APNs connection is bound by round trips). One
 # notification fanned out to N stored devices (company fan-out) per round; the rate is
-# N / (enqueue to an empty outbox). Median of RUNS; the SQLite single instance beside
-# it; the claim query's cost per delivery from pg_stat_statements.
+# N / (request to an empty outbox), and the sending rate N / (202 to an empty outbox):
+# the fan-out and its enqueue run on the one instance that took the request, the
+# sending on all. Median of RUNS; the SQLite single instance beside it; the claim
+# query's server time per delivery from pg_stat_statements.
 #   Usage: scripts/bench-scaleout.sh [BIN_DIR] [N=30000] [RUNS=3]
 # BIN_DIR defaults to the release build (swift build -c release). BATCH sets
 # worker.batch_size (default 250: small claims keep the instances' tails even).
@@ -105,28 +107,31 @@ seed() {
   done
 }
 
-# rounds PORT DEPTH_COMMAND: RUNS rounds through the instance on PORT; the rates in $rates.
+# rounds PORT DEPTH_COMMAND: RUNS rounds through the instance on PORT; the rates in
+# $rates (from the request) and $sends (from the 202: the outbox committed).
 rounds() {
-  rates=()
+  rates=(); sends=()
   for r in $(seq "$runs"); do
     t0=$(now)
     reply=$(curl -sf -X POST "http://127.0.0.1:$1/v1/notifications" -H "Authorization: Bearer $api_key" \
       -H "Content-Type: application/json" \
       -d '{"type":"order_status_changed","entity_type":"order","entity_id":"o1","app_type":"staff","company_id":"bench","alert":{"title":"Order Ready","body":"Order #1234 is ready for collection"},"badge":1}')
+    t1=$(now)
     while [ "$($2)" != "0" ]; do sleep 0.05; done
     t2=$(now)
     id=$(printf '%s' "$reply" | python3 -c 'import json,sys; print(json.load(sys.stdin)["notification_id"])')
     delivered=$(curl -s "http://127.0.0.1:$1/v1/notifications/$id?limit=1" -H "Authorization: Bearer $api_key" |
       python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"]["delivered"])')
     [ "$delivered" = "$n" ] || { echo "round $r: $delivered of $n delivered" >&2; exit 1; }
-    rate=$(python3 -c "print(round($n / ($t2 - $t0)))")
-    echo "  round $r: $n delivered and logged in $(python3 -c "print(round($t2 - $t0, 2))") s: $rate/s"
-    rates+=("$rate")
+    rate=$(python3 -c "print(round($n / ($t2 - $t0)))"); send=$(python3 -c "print(round($n / ($t2 - $t1)))")
+    echo "  round $r: $n delivered and logged in $(python3 -c "print(round($t2 - $t0, 2))") s: $rate/s" \
+      "(enqueue $(python3 -c "print(round($t1 - $t0, 2))") s; sending $send/s)"
+    rates+=("$rate"); sends+=("$send")
   done
 }
 pg_depth() { psql -d bench -c "SELECT count(*) FROM outbox"; }
 
-declare -A pg_rate pg_claim
+declare -A pg_rate pg_send pg_claim
 for k in 1 2 3; do
   echo "PostgreSQL, $k instance(s):"
   ports=()
@@ -134,7 +139,7 @@ for k in 1 2 3; do
   [ "$k" = 1 ] && seed "${ports[0]}"
   psql -d bench -c "VACUUM ANALYZE" -c "SELECT pg_stat_statements_reset()" >/dev/null
   rounds "${ports[0]}" pg_depth
-  pg_rate[$k]=$(median "${rates[@]}")
+  pg_rate[$k]=$(median "${rates[@]}"); pg_send[$k]=$(median "${sends[@]}")
   # The claim statement's server time per delivery it returned (all rounds).
   pg_claim[$k]=$(psql -d bench -c "SELECT round((sum(total_exec_time) * 1000 / greatest(sum(rows), 1))::numeric, 1)
     FROM pg_stat_statements WHERE query LIKE '%SKIP LOCKED%'")
@@ -147,15 +152,17 @@ seed "$port"
 sqlite_port=$port
 sqlite_depth() { curl -s "http://127.0.0.1:$sqlite_port/metrics" | awk '/^apns_server_outbox_depth / {print int($2)}'; }
 rounds "$port" sqlite_depth
-sqlite_rate=$(median "${rates[@]}")
+sqlite_rate=$(median "${rates[@]}"); sqlite_send=$(median "${sends[@]}")
 stop_servers
 
-one=${pg_rate[1]}
+one=${pg_rate[1]}; one_send=${pg_send[1]}
+ratio() { python3 -c "print(round($1 / $2, 2))"; }
 echo
-echo "| $n deliveries, mock 50 ms / 100 streams per connection | deliveries/s (median of $runs) | vs 1 instance | claim µs/delivery |"
-echo "|---|---|---|---|"
+echo "| $n deliveries, mock 50 ms / 100 streams a connection (median of $runs) | deliveries/s | vs 1 | sending/s (from the 202) | vs 1 | claim µs/delivery |"
+echo "|---|---|---|---|---|---|"
 for k in 1 2 3; do
-  echo "| PostgreSQL, $k instance(s) | ${pg_rate[$k]} | $(python3 -c "print(round(${pg_rate[$k]} / $one, 2))")x | ${pg_claim[$k]} |"
+  echo "| PostgreSQL, $k instance(s) | ${pg_rate[$k]} | $(ratio "${pg_rate[$k]}" "$one")x | ${pg_send[$k]} | $(ratio "${pg_send[$k]}" "$one_send")x | ${pg_claim[$k]} |"
 done
-echo "| SQLite, 1 instance | $sqlite_rate | $(python3 -c "print(round($sqlite_rate / $one, 2))")x | |"
-echo "scaling: 2 instances $(python3 -c "print(round(${pg_rate[2]} / $one, 2))")x (goal >= 1.8), 3 instances $(python3 -c "print(round(${pg_rate[3]} / $one, 2))")x (goal >= 2.5)"
+echo "| SQLite, 1 instance | $sqlite_rate | $(ratio "$sqlite_rate" "$one")x | $sqlite_send | $(ratio "$sqlite_send" "$one_send")x | |"
+echo "scaling (deliveries/s): 2 instances $(ratio "${pg_rate[2]}" "$one")x (goal >= 1.8), 3 instances $(ratio "${pg_rate[3]}" "$one")x (goal >= 2.5)"
+echo "scaling (sending/s):    2 instances $(ratio "${pg_send[2]}" "$one_send")x, 3 instances $(ratio "${pg_send[3]}" "$one_send")x"
