@@ -108,7 +108,7 @@ extension PostgresConnection {
     /// How long a statement may go unanswered before its connection is given up. Ours
     /// take milliseconds (a lock wait lasts as long as another short transaction); a
     /// minute means the answer is not coming.
-    static let statementDeadline: Duration = .seconds(60)
+    static let statementDeadlineSeconds = 60
 
     /// `work`, one statement on this connection, failing with `ConnectionLost` where it
     /// would otherwise wait forever.
@@ -121,22 +121,35 @@ extension PostgresConnection {
     /// a failed statement) lands on one now and then, and its worker hangs for good,
     /// holding the lease.
     ///
-    /// Two guards: a connection already closed fails at once (almost always the case);
-    /// and, for the moment between that check and the write, or a peer that went silent
-    /// without closing (a half-open TCP connection), a statement unanswered after
-    /// `statementDeadline` closes its connection (the pool drops it and connects anew)
-    /// and fails. The caller sees "cannot reach PostgreSQL", which a worker retries.
-    /// A hung statement's task is left behind, waiting on nothing.
+    /// Three guards: a connection already closed fails at once (the usual case); a
+    /// statement written in the moment between that check and the close fails two
+    /// seconds after the close; and one a silent peer never answers (a half-open TCP
+    /// connection) closes its connection after `statementDeadlineSeconds` (the pool
+    /// drops it and connects anew) and fails. The caller sees "cannot reach
+    /// PostgreSQL", which a worker retries. A dropped statement's task is left behind,
+    /// waiting on nothing.
     func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
         guard !isClosed else { throw ConnectionLost(reason: "the connection had closed") }
         let waiting = Waiting<T>()
         return try await withCheckedThrowingContinuation { continuation in
             waiting.continuation.withLock { $0 = continuation }
+            // Once a second: a statement still unanswered two seconds after its
+            // connection closed was dropped (one in the handler's hands fails at the
+            // close); one unanswered on an open connection for the deadline is given up.
             let deadline = Task {
-                try await Task.sleep(for: Self.statementDeadline)
+                var seconds = 0, closedFor = 0
+                while closedFor < 2 && seconds < Self.statementDeadlineSeconds {
+                    try await Task.sleep(for: .seconds(1))
+                    seconds += 1
+                    if self.isClosed { closedFor += 1 }
+                }
                 guard let continuation = waiting.take() else { return }
-                let _: EventLoopFuture<Void> = self.close()
-                continuation.resume(throwing: ConnectionLost(reason: "no answer for \(Self.statementDeadline)"))
+                if closedFor >= 2 {
+                    continuation.resume(throwing: ConnectionLost(reason: "the connection closed"))
+                } else {
+                    let _: EventLoopFuture<Void> = self.close()
+                    continuation.resume(throwing: ConnectionLost(reason: "no answer for \(seconds) s"))
+                }
             }
             Task {
                 let result: Result<T, any Error>
