@@ -23,10 +23,10 @@ final class ScaleOut: @unchecked Sendable {
     static let company = "scale"
 
     init(instances: Int, options: ServerProcess.Options = ServerProcess.Options(),
-         mock tweak: (inout MockConfiguration) -> Void = { _ in }) throws {
-        cluster = try PostgresCluster()
+         mock tweak: (inout MockConfiguration) -> Void = { _ in }) async throws {
+        cluster = try await PostgresCluster.make()
         do {
-            url = try cluster.createDatabase()
+            url = try await cluster.newDatabase()
             mocks = try (0..<instances).map { _ in try Harness.mock(sandbox: false, tweak) }
         } catch {
             cluster.stop()
@@ -55,7 +55,7 @@ final class ScaleOut: @unchecked Sendable {
         for server in servers where server.isRunning { statuses.append(await server.stop()) }
         await store.close()
         for mock in mocks { mock.stop() }
-        cluster.stop()
+        await cluster.stopOffPool()
         return statuses
     }
 

@@ -20,7 +20,7 @@ import TestSupport
         // Small claims, so that the work spreads over the three and each holds some
         // when one dies.
         options.batchSize = 200
-        let scale = try ScaleOut(instances: 3, options: options) { $0.latency = .milliseconds(20) }
+        let scale = try await ScaleOut(instances: 3, options: options) { $0.latency = .milliseconds(20) }
         try await scale.startAll()
         do {
             _ = try await scale.seed(count, seed: 1100)
@@ -79,7 +79,7 @@ import TestSupport
     /// for the other's lock), both serve, the schema is there once.
     @Test func twoInstancesMigrateAnEmptyDatabaseAtOnce() async throws {
         for round in 0..<2 {
-            let scale = try ScaleOut(instances: 2)
+            let scale = try await ScaleOut(instances: 2)
             do {
                 try await scale.startAll()
                 let version = try await scale.store.scalar("SELECT count(*) FROM schema_migrations")
@@ -108,14 +108,14 @@ import TestSupport
         var options = ServerProcess.Options()
         options.leaseSeconds = 5
         options.batchSize = 200
-        let scale = try ScaleOut(instances: 2, options: options) { $0.latency = .milliseconds(20) }
+        let scale = try await ScaleOut(instances: 2, options: options) { $0.latency = .milliseconds(20) }
         try await scale.startAll()
         do {
             _ = try await scale.seed(count, seed: 1300)
             let id = try await scale.notifyCompany(through: scale.servers[0])
             try await scale.wait("1,000 sends before the restart") { scale.requestsReceived >= 1000 }
             let cluster = scale.cluster
-            try await Task.detached { try cluster.restart() }.value
+            try await cluster.restartOffPool()
             try await scale.drained()
 
             let (log, counts) = try await scale.log(id)
@@ -148,7 +148,7 @@ import TestSupport
     @Test func idleWorkerWakesOnAnotherInstancesEnqueue() async throws {
         var options = ServerProcess.Options()
         options.pollMillis = 60_000
-        let scale = try ScaleOut(instances: 1, options: options)
+        let scale = try await ScaleOut(instances: 1, options: options)
         try await scale.startAll()
         do {
             let token = try await scale.seed(1, seed: 1400)[0]

@@ -134,7 +134,7 @@ import TestSupport
     /// The same on PostgreSQL: a database at v2 comes through v3 and v4 whole, its
     /// claim index now partial.
     @Test func version3KeepsAVersion2Database() async throws {
-        let store = try PostgresStore(url: try suiteCluster().createDatabase())
+        let store = try PostgresStore(url: try await suiteCluster().newDatabase())
         do {
             try await store.migrate(through: 2)
             for statement in [

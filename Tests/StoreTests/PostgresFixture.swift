@@ -11,9 +11,14 @@ struct PostgresClusterTrait: SuiteTrait, TestScoping {
 
     func provideScope(for test: Test, testCase: Test.Case?,
                       performing function: @Sendable () async throws -> Void) async throws {
-        let cluster = try PostgresCluster()
-        defer { cluster.stop() }
-        try await PostgresClusterTrait.$current.withValue(cluster) { try await function() }
+        let cluster = try await PostgresCluster.make()
+        do {
+            try await PostgresClusterTrait.$current.withValue(cluster) { try await function() }
+        } catch {
+            await cluster.stopOffPool()
+            throw error
+        }
+        await cluster.stopOffPool()
     }
 
     @TaskLocal static var current: PostgresCluster?
@@ -31,7 +36,7 @@ func suiteCluster() throws -> PostgresCluster {
 
 /// A migrated store on a new database of the suite's cluster, closed after `body`.
 func withPostgres<T>(_ body: (PostgresStore) async throws -> T) async throws -> T {
-    let store = try PostgresStore(url: try suiteCluster().createDatabase())
+    let store = try PostgresStore(url: try await suiteCluster().newDatabase())
     do {
         try await store.migrate()
         let result = try await body(store)
@@ -46,7 +51,7 @@ func withPostgres<T>(_ body: (PostgresStore) async throws -> T) async throws -> 
 /// Several stores (instances) on one new database, closed after `body`; the first
 /// has migrated it.
 func withPostgres<T>(instances: Int, _ body: ([PostgresStore]) async throws -> T) async throws -> T {
-    let url = try suiteCluster().createDatabase()
+    let url = try await suiteCluster().newDatabase()
     let stores = try (0..<instances).map { _ in try PostgresStore(url: url) }
     do {
         try await stores[0].migrate()

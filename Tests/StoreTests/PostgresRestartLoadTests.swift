@@ -16,9 +16,9 @@ import TestSupport
     static let restarts = 3
 
     @Test func everyLoopGoesOnAfterTheDatabaseRestartsUnderLoadAndNothingIsLost() async throws {
-        let cluster = try PostgresCluster()
+        let cluster = try await PostgresCluster.make()
         defer { cluster.stop() }
-        let store = try PostgresStore(url: try cluster.createDatabase())
+        let store = try PostgresStore(url: try await cluster.newDatabase())
         try await store.migrate()
         let progress = Progress(loops: Self.loops)
 
@@ -30,7 +30,7 @@ import TestSupport
             // Every loop is busy before the restart…
             try await progress.waitForEachLoop(after: progress.snapshot(), steps: 3, within: .seconds(120),
                                                "before restart \(round)")
-            try cluster.restart()
+            try await cluster.restartOffPool()
             // …and gets going again after it. A hung call never returns: the bound
             // (generous, a restart costs a few seconds) turns that into a failure.
             try await progress.waitForEachLoop(after: progress.snapshot(), steps: 3, within: .seconds(120),

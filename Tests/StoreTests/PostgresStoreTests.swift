@@ -459,7 +459,7 @@ import TestSupport
 
     @Test func migratingTwiceAndFromSeveralInstancesAtOnceIsHarmless() async throws {
         for _ in 0..<3 {
-            let url = try suiteCluster().createDatabase()
+            let url = try await suiteCluster().newDatabase()
             let stores = try (0..<4).map { _ in try PostgresStore(url: url) }
             // Instances starting at once on an empty database.
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -645,7 +645,7 @@ import TestSupport
     /// `close()` ends the pool's connections and the LISTEN one (the server sees them
     /// go), wakes a waiting worker, and later calls fail with one line.
     @Test func closeEndsThePoolAndTheListenConnection() async throws {
-        let url = try suiteCluster().createDatabase()
+        let url = try await suiteCluster().newDatabase()
         let store = try PostgresStore(url: url)
         let observer = try PostgresStore(url: url)
         do {
@@ -732,9 +732,9 @@ import TestSupport
 /// A cluster of its own: restarting it would disturb the suite's other tests.
 @Suite struct PostgresRestartTests {
     @Test func aStoreWorksAgainAfterTheDatabaseRestartsAndNothingCommittedIsLost() async throws {
-        let cluster = try PostgresCluster()
+        let cluster = try await PostgresCluster.make()
         defer { cluster.stop() }
-        let store = try PostgresStore(url: try cluster.createDatabase())
+        let store = try PostgresStore(url: try await cluster.newDatabase())
         try await store.migrate()
         try await enqueueMany(store, "n", count: 10)
         let claimed = try await store.claim(worker: "w", limit: 4, leaseMillis: 60_000, now: 2)
@@ -743,7 +743,7 @@ import TestSupport
         _ = await store.waitForWork(timeout: .milliseconds(1))
         while store.wakeups.listenCount == 0 { try await Task.sleep(for: .milliseconds(10)) }
 
-        try cluster.restart()
+        try await cluster.restartOffPool()
         // The pool's connections died with the server; a call may meet one before the
         // pool notices. The state that lasts: calls succeed again.
         var depth: Int?

@@ -104,6 +104,32 @@ public final class PostgresCluster: @unchecked Sendable {
         try start()
     }
 
+    // MARK: From async tests
+
+    // initdb, pg_ctl and createdb take seconds (more on a loaded machine) and block
+    // their thread: async tests call these, which wait on a thread of their own
+    // (`offPool`) and leave the cooperative pool's two threads to the other tests.
+
+    /// `init()`, off the cooperative pool.
+    public static func make() async throws -> PostgresCluster {
+        try await offPool { Result { try PostgresCluster() } }.get()
+    }
+
+    /// `createDatabase()`, off the cooperative pool.
+    public func newDatabase() async throws -> String {
+        try await offPool { [self] in Result { try createDatabase() } }.get()
+    }
+
+    /// `restart()`, off the cooperative pool.
+    public func restartOffPool() async throws {
+        try await offPool { [self] in Result { try restart() } }.get()
+    }
+
+    /// `stop()`, off the cooperative pool.
+    public func stopOffPool() async {
+        await offPool { [self] in stop() }
+    }
+
     private func shutDown() {
         let wasRunning = lock.withLock { defer { running = false }; return running }
         guard wasRunning else { return }
