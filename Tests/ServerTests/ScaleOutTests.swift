@@ -43,25 +43,29 @@ import TestSupport
             let sends = scale.sends()
             let sent = sends.reduce(into: Set<String>()) { $0.formUnion($1.keys) }
             #expect(sent == logged, "every logged apns-id went out, and nothing else did")
-            for i in sends.indices where i != victim {
-                #expect(!sends[i].isEmpty, "instance \(i) took part")
-                for j in sends.indices where j > i && j != victim {
-                    let both = Set(sends[i].keys).intersection(sends[j].keys)
-                    #expect(both.isEmpty, "instances \(i) and \(j), both alive, never sent the same apns-id: \(both.count) did")
+            for i in sends.indices where i != victim { #expect(!sends[i].isEmpty, "instance \(i) took part") }
+            // An apns-id on two instances went out again only after the first one's
+            // lease: at least the lease less one renewal interval (a third of it) after
+            // the first send; half a lease, for a loaded machine. (Between survivors:
+            // a lease a live instance lost, its renewals held up by the load.)
+            for i in sends.indices {
+                for j in sends.indices where j > i {
+                    for (apnsID, first) in sends[i] {
+                        guard let second = sends[j][apnsID] else { continue }
+                        let gap = first.flatMap { a in second.map { b in a > b ? a - b : b - a } }.min()!
+                        #expect(gap >= .seconds(lease) / 2,
+                                "\(apnsID) went out on instances \(i) and \(j) \(gap) apart, within a lease")
+                    }
                 }
             }
             // What the victim had sent but not recorded went out again on a survivor,
-            // only after its lease: at least the lease less one renewal interval (a
-            // third of it) after the victim's send; half a lease, for a loaded machine.
+            // after the kill.
             var resent = 0
-            for (apnsID, victimSends) in sends[victim] {
+            for (apnsID, _) in sends[victim] {
                 for i in sends.indices where i != victim {
                     guard let later = sends[i][apnsID] else { continue }
                     resent += 1
-                    let first = later.min()!, victimLast = victimSends.max()!
-                    #expect(first > killedAt, "\(apnsID): a survivor sent it only after the kill")
-                    #expect(first - victimLast >= .seconds(lease) / 2,
-                            "\(apnsID): sent again \(first - victimLast) after the victim's send, within its lease")
+                    #expect(later.max()! > killedAt, "\(apnsID): a survivor sent it again only after the kill")
                 }
             }
             #expect(resent > 0, "the victim held sent-but-unrecorded deliveries, finished by the survivors")
