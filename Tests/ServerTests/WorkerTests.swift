@@ -132,7 +132,7 @@ import TestSupport
         #expect(attempts >= 2, "released and tried again")
         let production = try Harness.mock(sandbox: false) { $0.port = port }
         defer { production.stop() }
-        try await server.drained(timeout: 30)
+        try await server.drained()
         let d = try #require(await Self.deliveries(server, id)[token])
         #expect(d["state"] as? String == "delivered")
         #expect(production.recordedRequests().first?.header("apns-id") == d["apns_id"] as? String)
