@@ -120,8 +120,8 @@ public final class ChildProcess: @unchecked Sendable {   // configured, then run
     }
 
     /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which Swift's Glibc
-    /// module does not declare.
-    private static let closeFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32 = {
+    /// module does not declare. (Also for `PostgresCluster`'s own spawns.)
+    static let closeFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32 = {
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
             fatalError("glibc 2.34 or later is needed (posix_spawn_file_actions_addclosefrom_np)")
         }

@@ -218,6 +218,10 @@ public final class PostgresCluster: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else: `pg_ctl start` leaves a server running for the whole suite, and
+        // any descriptor it inherited stays open as long. Another test's pipe held that
+        // way never reaches its end, and its reader (tinyproxy's stderr) waited forever.
+        guard ChildProcess.closeFrom(&actions, 3) == 0 else { return (-1, "cannot run \(argv[0]): closefrom") }
         let cArgs = argv.map { strdup($0) } + [nil]
         defer { cArgs.forEach { free($0) } }
         var pid = pid_t()
