@@ -27,6 +27,7 @@ trap cleanup EXIT
 scripts/gen-pki.sh "$dir/pki" >/dev/null
 . "$dir/pki/ids.env"
 . "$(dirname "$0")/lib/mock.sh"
+. "$(dirname "$0")/lib/server-config.sh"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 now() { date +%s.%N; }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -61,24 +62,7 @@ api_key=$(openssl rand -hex 24); echo "$api_key" >"$dir/api-keys"; openssl rand 
 # start_server NAME DATABASE: one instance, its port in $port once it answers.
 start_server() {
   port=$(free_port)
-  cat >"$dir/$1.yaml" <<YAML
-listen: 127.0.0.1:$port
-database: $2
-api_keys_file: api-keys
-user_jwt_secret_file: user-jwt.secret
-max_body_bytes: 1048576
-log_level: warning
-worker:
-  batch_size: $batch
-apps:
-  - app_type: staff
-    topic: $TOPIC
-    key: pki/AuthKey_$KEY_ID.p8
-    key_id: $KEY_ID
-    team_id: $TEAM_ID
-    production_endpoint: https://127.0.0.1:$mock_port
-    cacert: pki/ca.pem
-YAML
+  server_config "$port" "$2" "$mock_port" "$batch" >"$dir/$1.yaml"
   "$bin/apns-server" --config "$dir/$1.yaml" 2>"$dir/$1.err" &
   servers+=($!)
   for _ in $(seq 300); do curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && return; sleep 0.1; done

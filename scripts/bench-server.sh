@@ -13,6 +13,7 @@ server=; mock=
 scripts/gen-pki.sh "$dir/pki"
 . "$dir/pki/ids.env"
 . "$(dirname "$0")/lib/mock.sh"
+. "$(dirname "$0")/lib/server-config.sh"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 peak_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 
@@ -23,22 +24,7 @@ mock_port=$(mock_port "$dir/mock.out" "$dir/mock.err" $mock) || exit 1
 
 api_key=$(openssl rand -hex 24); echo "$api_key" >"$dir/api-keys"; openssl rand -hex 32 >"$dir/user-jwt.secret"
 port=$(free_port); base=http://127.0.0.1:$port
-cat >"$dir/apns-server.yaml" <<YAML
-listen: 127.0.0.1:$port
-database: sqlite:$dir/apns.db
-api_keys_file: api-keys
-user_jwt_secret_file: user-jwt.secret
-max_body_bytes: 1048576
-log_level: warning
-apps:
-  - app_type: staff
-    topic: $TOPIC
-    key: pki/AuthKey_$KEY_ID.p8
-    key_id: $KEY_ID
-    team_id: $TEAM_ID
-    production_endpoint: https://127.0.0.1:$mock_port
-    cacert: pki/ca.pem
-YAML
+server_config "$port" "sqlite:$dir/apns.db" "$mock_port" >"$dir/apns-server.yaml"
 "$bin/apns-server" --config "$dir/apns-server.yaml" 2>"$dir/server.err" &
 server=$!
 for _ in $(seq 100); do curl -sf "$base/health" >/dev/null 2>&1 && break; sleep 0.1; done
