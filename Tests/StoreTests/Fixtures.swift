@@ -31,6 +31,22 @@ func withStore<T>(_ kind: StoreKind, _ body: (any TestStore) async throws -> T) 
     }
 }
 
+/// Several stores of `kind` on one new, migrated database (SQLite: one file), as
+/// separate processes or instances would have them, for `body` only.
+func withStore<T>(_ kind: StoreKind, instances: Int,
+                  _ body: ([any TestStore]) async throws -> T) async throws -> T {
+    switch kind {
+    case .sqlite:
+        let scratch = Scratch()
+        defer { withExtendedLifetime(scratch) {} }
+        let first = try await makeStore(scratch)
+        let others = try (1..<instances).map { _ in try SQLiteStore(path: first.path) }
+        return try await body([first] + others)
+    case .postgres:
+        return try await withPostgres(instances: instances) { try await body($0) }
+    }
+}
+
 /// A migrated store on a fresh file in a scratch folder (removed with the Scratch).
 func makeStore(_ scratch: Scratch, _ name: String = "apns.db") async throws -> SQLiteStore {
     let store = try SQLiteStore(path: scratch.path(name))

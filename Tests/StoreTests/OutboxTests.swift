@@ -3,176 +3,191 @@ import Testing
 import TestSupport
 @testable import Store
 
-@Suite struct OutboxTests {
-    @Test func enqueueIsAllOrNothing() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        var deliveries = try await enqueue(store, "n1", [("u1", 1), ("u2", 2)])
+/// The outbox: enqueue, claim, leases, finish, retry. Each behaviour runs on both
+/// stores; "another instance" is a second store on the same file or database.
+@Suite(.postgresCluster) struct OutboxTests {
+    @Test(arguments: StoreKind.allCases)
+    func enqueueIsAllOrNothingAndCommittedWhenItReturns(_ kind: StoreKind) async throws {
+        try await withStore(kind, instances: 2) { stores in
+            let (store, other) = (stores[0], stores[1])
+            var deliveries = try await enqueue(store, "n1", [("u1", 1), ("u2", 2)])
 
-        // The second notification reuses an apns-id in its last delivery: nothing of it stays.
-        deliveries = (0..<3).map { i in
-            NewDelivery(userID: "u\(i)", deviceID: Int64(i), token: token(i), environment: "sandbox",
-                        apnsID: i == 2 ? deliveries[0].apnsID : "n2-\(i)", payload: [1, 2, 3])
+            // The second notification reuses an apns-id in its last delivery: nothing of it stays.
+            deliveries = (0..<3).map { i in
+                NewDelivery(userID: "u\(i)", deviceID: Int64(i), token: token(i), environment: "sandbox",
+                            apnsID: i == 2 ? deliveries[0].apnsID : "n2-\(i)", payload: [1, 2, 3])
+            }
+            let error = await #expect(throws: StoreError.self) {
+                try await store.enqueue(NewNotification(id: "n2", type: "t", entityType: nil, entityID: nil,
+                                                        appType: "staff"), deliveries, now: 2)
+            }
+            let unique = switch kind {
+            case .sqlite: "UNIQUE constraint failed: deliveries.apns_id"
+            case .postgres: #"duplicate key value violates unique constraint "deliveries_apns_id_key""#
+            }
+            #expect(error?.description == "enqueue notification n2: \(unique)")
+            #expect(try await store.notification(id: "n2") == nil)
+            #expect(try await store.delivery(apnsID: "n2-0") == nil)
+            #expect(try await store.outboxDepth() == 2)
+
+            // Committed when enqueue returns: another instance (another process) sees it all.
+            let view = try #require(try await other.notification(id: "n1"))
+            #expect(view.type == "order_created" && view.entityID == "o-n1" && view.createdAt == 1)
+            #expect(view.deliveries.map(\.state) == ["pending", "pending"])
+            #expect(view.deliveries.map(\.apnsID) == ["n1-0", "n1-1"])
+            #expect(try await other.outboxDepth() == 2)
         }
-        let error = await #expect(throws: StoreError.self) {
-            try await store.enqueue(NewNotification(id: "n2", type: "t", entityType: nil, entityID: nil, appType: "staff"),
-                                    deliveries, now: 2)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func claimTakesTheOldestFreeDeliveriesUpToTheLimitWithEverythingToSendThem(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            try await enqueueMany(store, "new", count: 3, now: 200)
+            try await enqueueMany(store, "old", count: 3, now: 100)
+            try await enqueueMany(store, "later", count: 2, now: 1_000)
+
+            let first = try await store.claim(worker: "w1", limit: 4, leaseMillis: 60_000, now: 300)
+            #expect(first.map(\.delivery.apnsID) == ["old-0", "old-1", "old-2", "new-0"])
+            let second = try await store.claim(worker: "w2", limit: 10, leaseMillis: 60_000, now: 300)
+            #expect(second.map(\.delivery.apnsID) == ["new-1", "new-2"])  // never w1's, never the future's
+            #expect(try await store.claim(worker: "w3", limit: 10, leaseMillis: 60_000, now: 300).isEmpty)
+            #expect(try await store.claim(worker: "w3", limit: 0, leaseMillis: 60_000, now: 2_000).isEmpty)
+            #expect(try await store.outboxDepth() == 8)
+
+            let claimed = try #require(first.first)
+            #expect(claimed.notificationID == "old" && claimed.appType == "staff")
+            #expect(claimed.delivery == NewDelivery(userID: "u0", deviceID: 0, token: token(0), environment: "production",
+                                                   apnsID: "old-0", payload: Array(#"{"aps":{"alert":"old 0"}}"#.utf8)))
+            #expect(claimed.attempts == 0 && claimed.crossEnvironmentTried == false)
+            #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by = 'w1' AND lease_until = 60300") == 4)
         }
-        #expect(error?.description == "enqueue notification n2: UNIQUE constraint failed: deliveries.apns_id")
-        #expect(try await store.notification(id: "n2") == nil)
-        #expect(try await store.delivery(apnsID: "n2-0") == nil)
-        #expect(try await store.outboxDepth() == 2)
-
-        // Committed when enqueue returns: another store on the file (another process) sees it all.
-        let other = try SQLiteStore(path: store.path)
-        let view = try #require(try await other.notification(id: "n1"))
-        #expect(view.type == "order_created" && view.entityID == "o-n1" && view.createdAt == 1)
-        #expect(view.deliveries.map(\.state) == ["pending", "pending"])
-        #expect(view.deliveries.map(\.apnsID) == ["n1-0", "n1-1"])
-        #expect(try await other.outboxDepth() == 2)
     }
 
-    @Test func claimTakesTheOldestFreeDeliveriesUpToTheLimitWithEverythingToSendThem() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        try await enqueueMany(store, "new", count: 3, now: 200)
-        try await enqueueMany(store, "old", count: 3, now: 100)
-        try await enqueueMany(store, "later", count: 2, now: 1_000)
-
-        let first = try await store.claim(worker: "w1", limit: 4, leaseMillis: 60_000, now: 300)
-        #expect(first.map(\.delivery.apnsID) == ["old-0", "old-1", "old-2", "new-0"])
-        let second = try await store.claim(worker: "w2", limit: 10, leaseMillis: 60_000, now: 300)
-        #expect(second.map(\.delivery.apnsID) == ["new-1", "new-2"])  // never w1's, never the future's
-        #expect(try await store.claim(worker: "w3", limit: 10, leaseMillis: 60_000, now: 300).isEmpty)
-        #expect(try await store.claim(worker: "w3", limit: 0, leaseMillis: 60_000, now: 2_000).isEmpty)
-        #expect(try await store.outboxDepth() == 8)
-
-        let claimed = try #require(first.first)
-        #expect(claimed.notificationID == "old" && claimed.appType == "staff")
-        #expect(claimed.delivery == NewDelivery(userID: "u0", deviceID: 0, token: token(0), environment: "production",
-                                               apnsID: "old-0", payload: Array(#"{"aps":{"alert":"old 0"}}"#.utf8)))
-        #expect(claimed.attempts == 0 && claimed.crossEnvironmentTried == false)
-        #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by = 'w1' AND lease_until = 60300") == 4)
+    @Test(arguments: StoreKind.allCases)
+    func theHeadersTravelWithTheDelivery(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let sent = NewDelivery(userID: "u1", deviceID: 7, token: token(7), environment: "sandbox", apnsID: "a-1",
+                                   payload: Array(repeating: 0x41, count: 4096), pushType: "background", priority: 5,
+                                   collapseID: "c", expiration: 1_700_000_000)
+            try await store.enqueue(NewNotification(id: "n", type: "t", entityType: nil, entityID: nil, appType: "customer"),
+                                    [sent], now: 1)
+            let claimed = try await store.claim(worker: "w", limit: 1, leaseMillis: 10, now: 1)
+            #expect(claimed.map(\.delivery) == [sent])
+            #expect(claimed.map(\.appType) == ["customer"])
+        }
     }
 
-    @Test func theHeadersTravelWithTheDelivery() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        let sent = NewDelivery(userID: "u1", deviceID: 7, token: token(7), environment: "sandbox", apnsID: "a-1",
-                               payload: Array(repeating: 0x41, count: 4096), pushType: "background", priority: 5,
-                               collapseID: "c", expiration: 1_700_000_000)
-        try await store.enqueue(NewNotification(id: "n", type: "t", entityType: nil, entityID: nil, appType: "customer"),
-                                [sent], now: 1)
-        let claimed = try await store.claim(worker: "w", limit: 1, leaseMillis: 10, now: 1)
-        #expect(claimed.map(\.delivery) == [sent])
-        #expect(claimed.map(\.appType) == ["customer"])
+    @Test(arguments: StoreKind.allCases)
+    func anExpiredLeaseGoesToAnotherWorkerWithTheSameApnsIDAndTheFirstWorkersFinishIsIgnored(
+        _ kind: StoreKind
+    ) async throws {
+        try await withStore(kind, instances: 2) { stores in
+            let (one, two) = (stores[0], stores[1])
+            try await enqueueMany(one, "n", count: 1, now: 0)
+            let first = try #require(try await one.claim(worker: "w1", limit: 10, leaseMillis: 1_000, now: 0).first)
+
+            #expect(try await two.claim(worker: "w2", limit: 10, leaseMillis: 1_000, now: 999).isEmpty)
+            let again = try await two.claim(worker: "w2", limit: 10, leaseMillis: 1_000, now: 1_000)
+            #expect(again.map(\.id) == [first.id])
+            #expect(again.map(\.delivery.apnsID) == [first.delivery.apnsID])
+
+            #expect(try await one.finish(worker: "w1", [delivered(first.id, status: 410)], now: 1_100) == 1)
+            #expect(try await one.delivery(apnsID: "n-0")?.state == "pending")
+            #expect(try await one.outboxDepth() == 1)
+            // w1 cannot renew, retry or release it either.
+            try await one.renew(worker: "w1", deliveryIDs: [first.id], leaseMillis: 1_000_000, now: 1_100)
+            try await one.retry(worker: "w1", deliveryID: first.id, environment: "sandbox", now: 1_100)
+            try await one.release(worker: "w1", deliveryIDs: [first.id], availableAt: 0, now: 1_100)
+            #expect(try await one.scalar("SELECT lease_until FROM outbox WHERE claimed_by = 'w2'") == 2_000)
+            #expect(try await one.delivery(apnsID: "n-0")?.environment == "production")
+            #expect(try await one.delivery(apnsID: "n-0")?.attempts == 0)
+
+            #expect(try await two.finish(worker: "w2", [delivered(first.id)], now: 1_200) == 0)
+            #expect(try await one.delivery(apnsID: "n-0")?.state == "delivered")
+            #expect(try await one.outboxDepth() == 0)
+        }
     }
 
-    @Test func anExpiredLeaseGoesToAnotherWorkerAndTheFirstWorkersFinishIsIgnored() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        try await enqueueMany(store, "n", count: 1, now: 0)
-        let id = try #require(try await store.claim(worker: "w1", limit: 10, leaseMillis: 1_000, now: 0).first?.id)
-
-        #expect(try await store.claim(worker: "w2", limit: 10, leaseMillis: 1_000, now: 999).isEmpty)
-        #expect(try await store.claim(worker: "w2", limit: 10, leaseMillis: 1_000, now: 1_000).map(\.id) == [id])
-
-        #expect(try await store.finish(worker: "w1", [delivered(id, status: 410)], now: 1_100) == 1)
-        #expect(try await store.delivery(apnsID: "n-0")?.state == "pending")
-        #expect(try await store.outboxDepth() == 1)
-        // w1 cannot renew or retry it either.
-        try await store.renew(worker: "w1", deliveryIDs: [id], leaseMillis: 1_000_000, now: 1_100)
-        try await store.retry(worker: "w1", deliveryID: id, environment: "sandbox", now: 1_100)
-        #expect(try await store.scalar("SELECT lease_until FROM outbox WHERE claimed_by = 'w2'") == 2_000)
-        #expect(try await store.delivery(apnsID: "n-0")?.environment == "production")
-
-        #expect(try await store.finish(worker: "w2", [delivered(id)], now: 1_200) == 0)
-        #expect(try await store.delivery(apnsID: "n-0")?.state == "delivered")
-        #expect(try await store.outboxDepth() == 0)
+    @Test(arguments: StoreKind.allCases)
+    func aLateFinishIsRecordedWhileNoOtherWorkerTookTheDelivery(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            try await enqueueMany(store, "n", count: 1, now: 0)
+            let id = try #require(try await store.claim(worker: "w1", limit: 1, leaseMillis: 1_000, now: 0).first?.id)
+            // It was sent; recording it beats sending it again.
+            #expect(try await store.finish(worker: "w1", [delivered(id)], now: 5_000) == 0)
+            #expect(try await store.claim(worker: "w2", limit: 1, leaseMillis: 1_000, now: 5_000).isEmpty)
+            #expect(try await store.delivery(apnsID: "n-0")?.state == "delivered")
+        }
     }
 
-    @Test func aLateFinishIsRecordedWhileNoOtherWorkerTookTheDelivery() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        try await enqueueMany(store, "n", count: 1, now: 0)
-        let id = try #require(try await store.claim(worker: "w1", limit: 1, leaseMillis: 1_000, now: 0).first?.id)
-        // It was sent; recording it beats sending it again.
-        #expect(try await store.finish(worker: "w1", [delivered(id)], now: 5_000) == 0)
-        #expect(try await store.claim(worker: "w2", limit: 1, leaseMillis: 1_000, now: 5_000).isEmpty)
-        #expect(try await store.delivery(apnsID: "n-0")?.state == "delivered")
+    @Test(arguments: StoreKind.allCases)
+    func finishingTwiceLeavesOneFinalEntry(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let device = try await register(store, "u1", 1)
+            try await enqueue(store, "n", [("u1", device)])
+            let id = try #require(try await store.claim(worker: "w", limit: 1, leaseMillis: 1_000, now: 10).first?.id)
+
+            // Twice in one batch: the first counts, the second is ignored; so is a later batch.
+            #expect(try await store.finish(worker: "w", [delivered(id, at: 15, attempts: 2),
+                                                         delivered(id, status: 410, at: 16)], now: 20) == 1)
+            #expect(try await store.finish(worker: "w", [delivered(id, status: 410, at: 25, attempts: 1)], now: 30) == 1)
+
+            let view = try #require(try await store.delivery(apnsID: "n-0"))
+            #expect(view == DeliveryView(notificationID: "n", userID: "u1", token: token(1), environment: "production",
+                                         state: "delivered", apnsID: "n-0", status: 200, reason: nil, timestamp: 15,
+                                         attempts: 2, finishedAt: 20))
+            #expect(try await store.notification(id: "n")?.deliveries == [view])
+            #expect(try await store.outboxDepth() == 0)
+            // A success marks the token used.
+            #expect(try await store.devices(userID: "u1").first?.lastUsedAt == 20)
+        }
     }
 
-    @Test func finishingTwiceLeavesOneFinalEntry() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        let device = try await register(store, "u1", 1)
-        try await enqueue(store, "n", [("u1", device)])
-        let id = try #require(try await store.claim(worker: "w", limit: 1, leaseMillis: 1_000, now: 10).first?.id)
-
-        #expect(try await store.finish(worker: "w", [delivered(id, at: 15, attempts: 2)], now: 20) == 0)
-        #expect(try await store.finish(worker: "w", [delivered(id, status: 410, at: 25, attempts: 1)], now: 30) == 1)
-
-        let view = try #require(try await store.delivery(apnsID: "n-0"))
-        #expect(view == DeliveryView(notificationID: "n", userID: "u1", token: token(1), environment: "production",
-                                     state: "delivered", apnsID: "n-0", status: 200, reason: nil, timestamp: 15,
-                                     attempts: 2, finishedAt: 20))
-        #expect(try await store.notification(id: "n")?.deliveries == [view])
-        #expect(try await store.outboxDepth() == 0)
-        // A success marks the token used.
-        #expect(try await store.devices(userID: "u1").first?.lastUsedAt == 20)
+    @Test(arguments: StoreKind.allCases)
+    func aFailureIsRecordedWithItsReason(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let device = try await register(store, "u1", 1)
+            try await enqueue(store, "n", [("u1", device)])
+            let id = try #require(try await store.claim(worker: "w", limit: 1, leaseMillis: 1_000, now: 10).first?.id)
+            let outcome = DeliveryOutcome(deliveryID: id, delivered: false, status: 400, reason: "BadTopic", timestamp: 12,
+                                          attempts: 1)
+            #expect(try await store.finish(worker: "w", [outcome], now: 13) == 0)
+            let view = try #require(try await store.delivery(apnsID: "n-0"))
+            #expect(view.state == "failed" && view.status == 400 && view.reason == "BadTopic" && view.finishedAt == 13)
+            #expect(try await store.devices(userID: "u1").first?.lastUsedAt == nil)
+            #expect(try await store.devices(userID: "u1").count == 1)  // no token change asked: still active
+        }
     }
 
-    @Test func aFailureIsRecordedWithItsReason() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        let device = try await register(store, "u1", 1)
-        try await enqueue(store, "n", [("u1", device)])
-        let id = try #require(try await store.claim(worker: "w", limit: 1, leaseMillis: 1_000, now: 10).first?.id)
-        let outcome = DeliveryOutcome(deliveryID: id, delivered: false, status: 400, reason: "BadTopic", timestamp: 12,
-                                      attempts: 1)
-        #expect(try await store.finish(worker: "w", [outcome], now: 13) == 0)
-        let view = try #require(try await store.delivery(apnsID: "n-0"))
-        #expect(view.state == "failed" && view.status == 400 && view.reason == "BadTopic" && view.finishedAt == 13)
-        #expect(try await store.devices(userID: "u1").first?.lastUsedAt == nil)
-        #expect(try await store.devices(userID: "u1").count == 1)  // no token change asked: still active
+    @Test(arguments: StoreKind.allCases)
+    func renewExtendsOnlyTheLeasesThisWorkerHolds(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            try await enqueueMany(store, "n", count: 2, now: 0)
+            let mine = try await store.claim(worker: "w1", limit: 1, leaseMillis: 100, now: 0).map(\.id)
+            let theirs = try await store.claim(worker: "w2", limit: 1, leaseMillis: 100, now: 0).map(\.id)
+
+            try await store.renew(worker: "w1", deliveryIDs: mine + theirs, leaseMillis: 1_000, now: 50)
+            let free = try await store.claim(worker: "w3", limit: 10, leaseMillis: 1_000_000, now: 500)
+            #expect(free.map(\.id) == theirs)
+            #expect(try await store.claim(worker: "w3", limit: 10, leaseMillis: 100, now: 1_050).map(\.id) == mine)
+        }
     }
 
-    @Test func renewExtendsOnlyTheLeasesThisWorkerHolds() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        try await enqueueMany(store, "n", count: 2, now: 0)
-        let mine = try await store.claim(worker: "w1", limit: 1, leaseMillis: 100, now: 0).map(\.id)
-        let theirs = try await store.claim(worker: "w2", limit: 1, leaseMillis: 100, now: 0).map(\.id)
+    @Test(arguments: StoreKind.allCases)
+    func retryPutsTheDeliveryBackForTheOtherEnvironmentWithItsApnsID(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            try await enqueueMany(store, "n", count: 2)
+            let first = try #require(try await store.claim(worker: "w1", limit: 1, leaseMillis: 60_000, now: 10).first)
 
-        try await store.renew(worker: "w1", deliveryIDs: mine + theirs, leaseMillis: 1_000, now: 50)
-        let free = try await store.claim(worker: "w3", limit: 10, leaseMillis: 1_000_000, now: 500)
-        #expect(free.map(\.id) == theirs)
-        #expect(try await store.claim(worker: "w3", limit: 10, leaseMillis: 100, now: 1_050).map(\.id) == mine)
-    }
-
-    @Test func retryPutsTheDeliveryBackForTheOtherEnvironmentWithItsApnsID() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        try await enqueueMany(store, "n", count: 2)
-        let first = try #require(try await store.claim(worker: "w1", limit: 1, leaseMillis: 60_000, now: 10).first)
-
-        try await store.retry(worker: "w1", deliveryID: first.id, environment: "sandbox", now: 20)
-        let again = try #require(try await store.claim(worker: "w2", limit: 1, leaseMillis: 60_000, now: 20).first)
-        #expect(again.id == first.id)  // back at its place in line, lease free
-        #expect(again.delivery.apnsID == first.delivery.apnsID)
-        #expect(again.delivery.environment == "sandbox")
-        #expect(again.crossEnvironmentTried)
-        #expect(again.attempts == 1)
-        #expect(try await store.delivery(apnsID: first.delivery.apnsID)?.state == "pending")
-        #expect(try await store.outboxDepth() == 2)
+            try await store.retry(worker: "w1", deliveryID: first.id, environment: "sandbox", now: 20)
+            let again = try #require(try await store.claim(worker: "w2", limit: 1, leaseMillis: 60_000, now: 20).first)
+            #expect(again.id == first.id)  // back at its place in line, lease free
+            #expect(again.delivery.apnsID == first.delivery.apnsID)
+            #expect(again.delivery.environment == "sandbox")
+            #expect(again.crossEnvironmentTried)
+            #expect(again.attempts == 1)
+            #expect(try await store.delivery(apnsID: first.delivery.apnsID)?.state == "pending")
+            #expect(try await store.outboxDepth() == 2)
+        }
     }
 }

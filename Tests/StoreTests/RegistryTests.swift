@@ -3,139 +3,156 @@ import Testing
 import TestSupport
 @testable import Store
 
-@Suite struct RegistryTests {
-    @Test func registerIsAnUpsertThatMovesReactivatesAndRestampsTheToken() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
+/// Devices, preferences and the recipients a fan-out reads. Each behaviour runs on
+/// both stores.
+@Suite(.postgresCluster) struct RegistryTests {
+    @Test(arguments: StoreKind.allCases)
+    func registerIsAnUpsertThatMovesReactivatesAndRestampsTheToken(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            try await store.register(registration("u1", 1, company: "c1", name: "iPhone 15 Pro"), now: 100)
+            let id = try #require(try await store.devices(userID: "u1").first?.id)
+            #expect(try await store.unregister(userID: "u1", token: token(1), now: 150))
 
-        try await store.register(registration("u1", 1, company: "c1", name: "iPhone 15 Pro"), now: 100)
-        let id = try #require(try await store.devices(userID: "u1").first?.id)
-        #expect(try await store.unregister(userID: "u1", token: token(1), now: 150))
+            // Another user signs in on the same phone: the row moves, comes back to life, is re-stamped.
+            try await store.register(registration("u2", 1, company: "c2", environment: "sandbox"), now: 200)
+            #expect(try await store.devices(userID: "u1").isEmpty)
+            let rows = try await store.devices(userID: "u2")
+            #expect(rows.count == 1)
+            #expect(rows.first?.id == id)
+            #expect(rows.first?.deviceName == "iPhone 15 Pro")  // not sent again: kept
+            #expect(rows.first?.createdAt == 100)
+            #expect(try await store.scalar("SELECT count(*) FROM devices") == 1)
+            #expect(try await store.scalar("SELECT registered_at FROM devices WHERE id = \(id)") == 200)
+            #expect(try await store.scalar("SELECT count(*) FROM devices WHERE deactivated_at IS NULL AND is_active") == 1)
+            let recipients = try await store.recipients(appType: "staff", audience: .company("c2"))
+            #expect(recipients == [Recipient(userID: "u2", preferences: [:],
+                                             devices: [.init(id: id, token: token(1), environment: "sandbox")])])
 
-        // Another user signs in on the same phone: the row moves, comes back to life, is re-stamped.
-        try await store.register(registration("u2", 1, company: "c2", environment: "sandbox"), now: 200)
-        #expect(try await store.devices(userID: "u1").isEmpty)
-        let rows = try await store.devices(userID: "u2")
-        #expect(rows.count == 1)
-        #expect(rows.first?.id == id)
-        #expect(rows.first?.deviceName == "iPhone 15 Pro")  // not sent again: kept
-        #expect(rows.first?.createdAt == 100)
-        #expect(try await store.scalar("SELECT count(*) FROM devices") == 1)
-        #expect(try await store.scalar("SELECT registered_at FROM devices WHERE id = \(id)") == 200)
-        #expect(try await store.scalar("SELECT deactivated_at IS NULL AND is_active FROM devices") == 1)
-        let recipients = try await store.recipients(appType: "staff", audience: .company("c2"))
-        #expect(recipients == [Recipient(userID: "u2", preferences: [:],
-                                         devices: [.init(id: id, token: token(1), environment: "sandbox")])])
-
-        // The same token in the other app is another device; upper case is the same token.
-        try await store.register(registration("u2", 1, app: "customer"), now: 300)
-        var upper = registration("u2", 1)
-        upper.token = upper.token.uppercased()
-        try await store.register(upper, now: 300)
-        #expect(try await store.scalar("SELECT count(*) FROM devices") == 2)
+            // The same token in the other app is another device; upper case is the same token.
+            try await store.register(registration("u2", 1, app: "customer"), now: 300)
+            var upper = registration("u2", 1)
+            upper.token = upper.token.uppercased()
+            try await store.register(upper, now: 300)
+            #expect(try await store.scalar("SELECT count(*) FROM devices") == 2)
+        }
     }
 
-    @Test func unregisterTouchesOnlyThisUsersActiveToken() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        try await register(store, "u1", 1)
+    @Test(arguments: StoreKind.allCases)
+    func unregisterTouchesOnlyThisUsersActiveToken(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            try await register(store, "u1", 1)
 
-        #expect(try await store.unregister(userID: "u2", token: token(1), now: 10) == false)
-        #expect(try await store.unregister(userID: "u1", token: token(9), now: 10) == false)
-        #expect(try await store.devices(userID: "u1").count == 1)
+            #expect(try await store.unregister(userID: "u2", token: token(1), now: 10) == false)
+            #expect(try await store.unregister(userID: "u1", token: token(9), now: 10) == false)
+            #expect(try await store.devices(userID: "u1").count == 1)
 
-        #expect(try await store.unregister(userID: "u1", token: token(1), now: 10))
-        #expect(try await store.unregister(userID: "u1", token: token(1), now: 11) == false)
-        #expect(try await store.devices(userID: "u1").isEmpty)
-        // A soft delete: kept for audit, with why and when.
-        #expect(try await store.scalar("""
-            SELECT count(*) FROM devices WHERE is_active = 0 AND deactivated_reason = 'unregistered' AND deactivated_at = 10
-            """) == 1)
+            #expect(try await store.unregister(userID: "u1", token: token(1), now: 10))
+            #expect(try await store.unregister(userID: "u1", token: token(1), now: 11) == false)
+            #expect(try await store.devices(userID: "u1").isEmpty)
+            // A soft delete: kept for audit, with why and when.
+            #expect(try await store.scalar("""
+                SELECT count(*) FROM devices WHERE NOT is_active AND deactivated_reason = 'unregistered' AND deactivated_at = 10
+                """) == 1)
+        }
     }
 
-    @Test func devicesListsActiveTokensNewestFirst() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        let old = try await register(store, "u1", 1, now: 100)
-        let android = try await register(store, "u1", 2, platform: "android", now: 200)
-        let customer = try await register(store, "u1", 3, app: "customer", now: 300)
-        try await register(store, "u1", 4, now: 400)
-        _ = try await store.unregister(userID: "u1", token: token(4), now: 500)
-        try await register(store, "u2", 5, now: 600)
+    @Test(arguments: StoreKind.allCases)
+    func devicesListsActiveTokensNewestFirst(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let old = try await register(store, "u1", 1, now: 100)
+            let android = try await register(store, "u1", 2, platform: "android", now: 200)
+            let customer = try await register(store, "u1", 3, app: "customer", now: 300)
+            try await register(store, "u1", 4, now: 400)
+            _ = try await store.unregister(userID: "u1", token: token(4), now: 500)
+            try await register(store, "u2", 5, now: 600)
 
-        let rows = try await store.devices(userID: "u1")
-        #expect(rows.map(\.id) == [customer, android, old])
-        #expect(rows.map(\.platform) == ["ios", "android", "ios"])
-        #expect(rows.first?.lastUsedAt == nil)
+            let rows = try await store.devices(userID: "u1")
+            #expect(rows.map(\.id) == [customer, android, old])
+            #expect(rows.map(\.platform) == ["ios", "android", "ios"])
+            #expect(rows.first?.lastUsedAt == nil)
+        }
     }
 
-    @Test func preferencesKeepSavedKeysPerUserAndApp() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        #expect(try await store.preferences(userID: "u1", appType: "staff") == [:])
+    @Test(arguments: StoreKind.allCases)
+    func preferencesKeepSavedKeysPerUserAndApp(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            #expect(try await store.preferences(userID: "u1", appType: "staff") == [:])
 
-        try await store.updatePreferences(userID: "u1", appType: "staff", ["newEnquiry": false], now: 1)
-        try await store.updatePreferences(userID: "u1", appType: "staff", ["newEnquiry": true, "quoteApproved": false], now: 2)
-        try await store.updatePreferences(userID: "u1", appType: "customer", ["notificationsEnabled": false], now: 3)
-        try await store.updatePreferences(userID: "u1", appType: "staff", [:], now: 4)
+            try await store.updatePreferences(userID: "u1", appType: "staff", ["newEnquiry": false], now: 1)
+            try await store.updatePreferences(userID: "u1", appType: "staff",
+                                              ["newEnquiry": true, "orderCreated": false], now: 2)
+            // The same key in the other app is another preference.
+            try await store.updatePreferences(userID: "u1", appType: "customer",
+                                              ["notificationsEnabled": false, "orderCreated": true], now: 3)
+            try await store.updatePreferences(userID: "u1", appType: "staff", [:], now: 4)
 
-        #expect(try await store.preferences(userID: "u1", appType: "staff") == ["newEnquiry": true, "quoteApproved": false])
-        #expect(try await store.preferences(userID: "u1", appType: "customer") == ["notificationsEnabled": false])
-        #expect(try await store.preferences(userID: "u2", appType: "staff") == [:])
+            #expect(try await store.preferences(userID: "u1", appType: "staff") == ["newEnquiry": true, "orderCreated": false])
+            #expect(try await store.preferences(userID: "u1", appType: "customer")
+                    == ["notificationsEnabled": false, "orderCreated": true])
+            #expect(try await store.preferences(userID: "u2", appType: "staff") == [:])
+            #expect(try await store.scalar("SELECT max(updated_at) FROM preferences WHERE app_type = 'staff'") == 2,
+                    "an empty update writes nothing")
+
+            // Settings are text beside the toggles; a key may change from one to the other.
+            try await store.updatePreferences(userID: "u1", appType: "staff",
+                                              ["quietHoursStart": "22:00", "orderCreated": "off"], now: 5)
+            #expect(try await store.preferences(userID: "u1", appType: "staff")
+                    == ["newEnquiry": true, "orderCreated": "off", "quietHoursStart": "22:00"])
+            let recipients = try await store.recipients(appType: "staff", audience: .users(["u1"]))
+            #expect(recipients.first?.preferences["quietHoursStart"] == "22:00")
+        }
     }
 
-    @Test func recipientsByUsersKeepEveryNamedUserAndOnlyActiveIOSTokensOfTheApp() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        let a = try await register(store, "u1", 1, now: 100)
-        let b = try await register(store, "u1", 2, now: 200)
-        try await register(store, "u1", 3, platform: "android")
-        try await register(store, "u1", 4, app: "customer")
-        try await register(store, "u1", 5)
-        _ = try await store.unregister(userID: "u1", token: token(5), now: 300)
-        try await register(store, "u3", 6)
-        try await store.updatePreferences(userID: "u1", appType: "staff", ["orderCreated": false], now: 1)
-        try await store.updatePreferences(userID: "u1", appType: "customer", ["orderCreated": true], now: 1)
-        try await store.updatePreferences(userID: "u2", appType: "staff", ["notificationsEnabled": false], now: 1)
+    @Test(arguments: StoreKind.allCases)
+    func recipientsByUsersKeepEveryNamedUserInOrderAndOnlyActiveIOSTokensOfTheApp(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let a = try await register(store, "u1", 1, now: 100)
+            let b = try await register(store, "u1", 2, now: 200)
+            try await register(store, "u1", 3, platform: "android")
+            try await register(store, "u1", 4, app: "customer")
+            try await register(store, "u1", 5)
+            _ = try await store.unregister(userID: "u1", token: token(5), now: 300)
+            try await register(store, "u2", 6)  // u2's only token, gone
+            _ = try await store.unregister(userID: "u2", token: token(6), now: 300)
+            try await register(store, "u3", 7)  // not named
+            try await store.updatePreferences(userID: "u1", appType: "staff", ["orderCreated": false], now: 1)
+            try await store.updatePreferences(userID: "u1", appType: "customer", ["orderCreated": true], now: 1)
+            try await store.updatePreferences(userID: "u2", appType: "staff", ["notificationsEnabled": false], now: 1)
 
-        let recipients = try await store.recipients(appType: "staff", audience: .users(["u2", "u1", "u2", "nobody"]))
-        #expect(recipients == [
-            Recipient(userID: "u2", preferences: ["notificationsEnabled": false], devices: []),
-            Recipient(userID: "u1", preferences: ["orderCreated": false], devices: [
-                .init(id: b, token: token(2), environment: "production"),
-                .init(id: a, token: token(1), environment: "production"),
-            ]),
-            Recipient(userID: "nobody", preferences: [:], devices: []),
-        ])
-        #expect(try await store.recipients(appType: "staff", audience: .users([])) == [])
+            let recipients = try await store.recipients(appType: "staff", audience: .users(["u2", "u1", "u2", "nobody"]))
+            #expect(recipients == [
+                Recipient(userID: "u2", preferences: ["notificationsEnabled": false], devices: []),
+                Recipient(userID: "u1", preferences: ["orderCreated": false], devices: [
+                    .init(id: b, token: token(2), environment: "production"),
+                    .init(id: a, token: token(1), environment: "production"),
+                ]),
+                Recipient(userID: "nobody", preferences: [:], devices: []),
+            ])
+            #expect(try await store.recipients(appType: "staff", audience: .users([])) == [])
+        }
     }
 
-    @Test func recipientsByCompanyAreUsersWithAnActiveTokenOfTheAppThere() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        let u1 = try await register(store, "u1", 1, company: "c1")
-        try await register(store, "u1", 2, company: "c2")                     // elsewhere: not this company's
-        let u3 = try await register(store, "u3", 3, company: "c1")
-        try await register(store, "u4", 4, platform: "android", company: "c1")  // in, with no iOS device
-        try await register(store, "u5", 5, company: "c2")
-        try await register(store, "u6", 6, app: "customer", company: "c1")
-        try await register(store, "u7", 7, company: "c1")
-        _ = try await store.unregister(userID: "u7", token: token(7), now: 5)
-        try await store.updatePreferences(userID: "u3", appType: "staff", ["newEnquiry": false], now: 1)
+    @Test(arguments: StoreKind.allCases)
+    func recipientsByCompanyAreUsersWithAnActiveTokenOfTheAppThere(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let u1 = try await register(store, "u1", 1, company: "c1")
+            try await register(store, "u1", 2, company: "c2")                     // elsewhere: not this company's
+            let u3 = try await register(store, "u3", 3, company: "c1")
+            try await register(store, "u4", 4, platform: "android", company: "c1")  // in, with no iOS device
+            try await register(store, "u5", 5, company: "c2")
+            try await register(store, "u6", 6, app: "customer", company: "c1")
+            try await register(store, "u7", 7, company: "c1")
+            _ = try await store.unregister(userID: "u7", token: token(7), now: 5)
+            try await store.updatePreferences(userID: "u3", appType: "staff", ["newEnquiry": false], now: 1)
 
-        let recipients = try await store.recipients(appType: "staff", audience: .company("c1"))
-        #expect(recipients == [
-            Recipient(userID: "u1", preferences: [:], devices: [.init(id: u1, token: token(1), environment: "production")]),
-            Recipient(userID: "u3", preferences: ["newEnquiry": false],
-                      devices: [.init(id: u3, token: token(3), environment: "production")]),
-            Recipient(userID: "u4", preferences: [:], devices: []),
-        ])
-        #expect(try await store.recipients(appType: "staff", audience: .company("none")) == [])
+            let recipients = try await store.recipients(appType: "staff", audience: .company("c1"))
+            #expect(recipients == [
+                Recipient(userID: "u1", preferences: [:], devices: [.init(id: u1, token: token(1), environment: "production")]),
+                Recipient(userID: "u3", preferences: ["newEnquiry": false],
+                          devices: [.init(id: u3, token: token(3), environment: "production")]),
+                Recipient(userID: "u4", preferences: [:], devices: []),
+            ])
+            #expect(try await store.recipients(appType: "staff", audience: .company("none")) == [])
+        }
     }
 }
