@@ -38,6 +38,25 @@ final class ScaleOut: @unchecked Sendable {
         store = PostgresStore(try PostgresStore.Configuration(url: url))
     }
 
+    /// Runs `body` on `instances` instances, started, then stops everything (`stop`),
+    /// whatever `body` did; on a failure, each instance's stderr is printed first.
+    /// Returns the exit statuses of the instances still running at the end.
+    @discardableResult
+    static func run(instances: Int, options: ServerProcess.Options = ServerProcess.Options(),
+                    mock tweak: (inout MockConfiguration) -> Void = { _ in },
+                    _ body: (ScaleOut) async throws -> Void) async throws -> [Int32] {
+        let scale = try await ScaleOut(instances: instances, options: options, mock: tweak)
+        do {
+            try await scale.startAll()
+            try await body(scale)
+        } catch {
+            for server in scale.servers { print(server.stderr) }
+            await scale.stop()
+            throw error
+        }
+        return await scale.stop()
+    }
+
     /// Starts every instance at once (the migrations race each other) and returns
     /// once all listen.
     func startAll() async throws {

@@ -20,9 +20,7 @@ import TestSupport
         // Small claims, so that the work spreads over the three and each holds some
         // when one dies.
         options.batchSize = 200
-        let scale = try await ScaleOut(instances: 3, options: options) { $0.latency = .milliseconds(20) }
-        try await scale.startAll()
-        do {
+        let statuses = try await ScaleOut.run(instances: 3, options: options, mock: { $0.latency = .milliseconds(20) }) { scale in
             _ = try await scale.seed(count, seed: 1100)
             let id = try await scale.notifyCompany(through: scale.servers[0])
             let victim = 1
@@ -70,12 +68,7 @@ import TestSupport
             }
             #expect(resent > 0, "the victim held sent-but-unrecorded deliveries, finished by the survivors")
             #expect(log.filter { sends[victim][$0.apnsID.lowercased()] != nil }.count >= resent)
-        } catch {
-            for server in scale.servers { print(server.stderr) }
-            await scale.stop()
-            throw error
         }
-        let statuses = await scale.stop()
         #expect(statuses == [0, 0], "the survivors drained and exited 0 on SIGTERM")
     }
 
@@ -83,9 +76,7 @@ import TestSupport
     /// for the other's lock), both serve, the schema is there once.
     @Test func twoInstancesMigrateAnEmptyDatabaseAtOnce() async throws {
         for round in 0..<2 {
-            let scale = try await ScaleOut(instances: 2)
-            do {
-                try await scale.startAll()
+            let statuses = try await ScaleOut.run(instances: 2) { scale in
                 let version = try await scale.store.scalar("SELECT count(*) FROM schema_migrations")
                 #expect(version == Int64(PostgresMigrations.steps.count), "round \(round): each step applied once")
                 let tokens = try await scale.seed(10, seed: 1200 + round)
@@ -94,12 +85,7 @@ import TestSupport
                 let (log, counts) = try await scale.log(id)
                 #expect(counts == ["delivered": tokens.count], "round \(round): \(counts)")
                 #expect(Set(log.map(\.token)) == Set(tokens))
-            } catch {
-                for server in scale.servers { print(server.stderr) }
-                await scale.stop()
-                throw error
             }
-            let statuses = await scale.stop()
             #expect(statuses == [0, 0], "round \(round): both exit 0 on SIGTERM, the store closed")
         }
     }
@@ -112,9 +98,7 @@ import TestSupport
         var options = ServerProcess.Options()
         options.leaseSeconds = 5
         options.batchSize = 200
-        let scale = try await ScaleOut(instances: 2, options: options) { $0.latency = .milliseconds(20) }
-        try await scale.startAll()
-        do {
+        let statuses = try await ScaleOut.run(instances: 2, options: options, mock: { $0.latency = .milliseconds(20) }) { scale in
             _ = try await scale.seed(count, seed: 1300)
             let id = try await scale.notifyCompany(through: scale.servers[0])
             try await scale.wait("1,000 sends before the restart") { scale.requestsReceived >= 1000 }
@@ -138,12 +122,7 @@ import TestSupport
             let more = try await scale.notifyCompany(through: scale.servers[1])
             try await scale.drained()
             #expect(try await scale.log(more).counts == ["delivered": count])
-        } catch {
-            for server in scale.servers { print(server.stderr) }
-            await scale.stop()
-            throw error
         }
-        let statuses = await scale.stop()
         #expect(statuses == [0, 0])
     }
 
@@ -152,9 +131,7 @@ import TestSupport
     @Test func idleWorkerWakesOnAnotherInstancesEnqueue() async throws {
         var options = ServerProcess.Options()
         options.pollMillis = 60_000
-        let scale = try await ScaleOut(instances: 1, options: options)
-        try await scale.startAll()
-        do {
+        try await ScaleOut.run(instances: 1, options: options) { scale in
             let token = try await scale.seed(1, seed: 1400)[0]
             let device = try #require(try await scale.store.recipients(appType: "staff", audience: .company(ScaleOut.company))
                 .first?.devices.first)
@@ -173,12 +150,7 @@ import TestSupport
                 try await scale.drained(timeout: 45)
                 #expect(try await scale.store.delivery(apnsID: apnsID)?.state == "delivered")
             }
-        } catch {
-            for server in scale.servers { print(server.stderr) }
-            await scale.stop()
-            throw error
         }
-        await scale.stop()
     }
 
     /// A database that is not there at start: one line naming it, exit 2.
