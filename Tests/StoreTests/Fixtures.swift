@@ -89,6 +89,14 @@ func enqueue(_ store: some TestStore, _ id: String, _ targets: [(user: String, d
     return deliveries
 }
 
+/// Registers u1's token 1, enqueues notification "n" to it (delivery "n-0") and
+/// claims that for worker "w" at 10 with a 1 s lease; its delivery id.
+func claimOneToARegisteredDevice(_ store: some TestStore) async throws -> Int64 {
+    let device = try await register(store, "u1", 1)
+    try await enqueue(store, "n", [("u1", device)])
+    return try #require(try await store.claim(worker: "w", limit: 1, leaseMillis: 1_000, now: 10).first?.id)
+}
+
 /// `count` deliveries of one notification, to made-up devices (the outbox does not check them).
 func enqueueMany(_ store: some TestStore, _ id: String, count: Int, now: Int64 = 1) async throws {
     try await enqueue(store, id, (0..<count).map { (user: "u\($0 % 50)", device: Int64($0)) }, now: now)

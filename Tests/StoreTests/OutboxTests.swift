@@ -123,9 +123,7 @@ import TestSupport
     @Test(arguments: StoreKind.allCases)
     func finishingTwiceLeavesOneFinalEntry(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
-            let device = try await register(store, "u1", 1)
-            try await enqueue(store, "n", [("u1", device)])
-            let id = try #require(try await store.claim(worker: "w", limit: 1, leaseMillis: 1_000, now: 10).first?.id)
+            let id = try await claimOneToARegisteredDevice(store)
 
             // Twice in one batch: the first counts, the second is ignored; so is a later batch.
             #expect(try await store.finish(worker: "w", [delivered(id, at: 15, attempts: 2),
@@ -146,9 +144,7 @@ import TestSupport
     @Test(arguments: StoreKind.allCases)
     func aFailureIsRecordedWithItsReason(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
-            let device = try await register(store, "u1", 1)
-            try await enqueue(store, "n", [("u1", device)])
-            let id = try #require(try await store.claim(worker: "w", limit: 1, leaseMillis: 1_000, now: 10).first?.id)
+            let id = try await claimOneToARegisteredDevice(store)
             let outcome = DeliveryOutcome(deliveryID: id, delivered: false, status: 400, reason: "BadTopic", timestamp: 12,
                                           attempts: 1)
             #expect(try await store.finish(worker: "w", [outcome], now: 13) == 0)
