@@ -42,7 +42,14 @@ public protocol DeliveryStore: Sendable {
     /// transaction: when this returns, they are committed (the 202 may be sent).
     /// A delivery with `notBefore` waits in the outbox until then; one with a `hold`
     /// joins its device's open window for the hold's key (see `Hold`).
-    func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery], now: Int64) async throws(StoreError)
+    ///
+    /// With `lease`, when every delivery is due now (none held), they are claimed for
+    /// `lease.worker` in the same transaction and returned as a claim returns them:
+    /// the enqueuing process sends them at once, without a claim query per batch.
+    /// Otherwise (or without a lease) they wait in the outbox for any worker's claim,
+    /// and the result is empty.
+    func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery], now: Int64,
+                 lease: OutboxLease?) async throws(StoreError) -> [ClaimedDelivery]
 
     /// Claims up to `limit` due pending deliveries (`notBefore` passed) whose lease is
     /// free or expired, for `worker`, until `now + leaseMillis`, oldest first. A delivery is never held by two
@@ -63,6 +70,10 @@ public protocol DeliveryStore: Sendable {
     /// Puts a claimed delivery back to pending with a new environment (the
     /// BadDeviceToken retry in the other environment); its apns-id stays.
     func retry(worker: String, deliveryID: Int64, environment: String, now: Int64) async throws(StoreError)
+
+    /// Gives claimed deliveries back unsent (a worker stopping with deliveries in hand
+    /// that it never sent): free for any worker at once, no attempt counted.
+    func unclaim(worker: String, deliveryIDs: [Int64]) async throws(StoreError)
 
     /// Gives claimed deliveries back without a final answer (APNs gave none: the
     /// endpoint is unreachable, the client is shutting down): pending again from
@@ -304,6 +315,46 @@ public struct ClaimedDelivery: Sendable, Hashable {
         self.crossEnvironmentTried = crossEnvironmentTried
         self.deviceActive = deviceActive
         self.batched = batched
+    }
+}
+
+/// A claim taken at enqueue time (see `DeliveryStore.enqueue`): by whom, for how long.
+public struct OutboxLease: Sendable, Hashable {
+    public var worker: String
+    public var millis: Int64
+
+    public init(worker: String, millis: Int64) {
+        self.worker = worker
+        self.millis = millis
+    }
+}
+
+extension DeliveryStore {
+    /// Enqueues for any worker's claim.
+    public func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery],
+                        now: Int64) async throws(StoreError) {
+        _ = try await enqueue(notification, deliveries, now: now, lease: nil)
+    }
+}
+
+extension ClaimedDelivery {
+    /// The deliveries an enqueue just wrote and leased, as a claim would return them:
+    /// `rows` are each written row's (id, apns-id, device still active), read back in
+    /// the enqueue's transaction. Rows come back in insertion order in practice; the
+    /// apns-id (unique) pairs them with their delivery when they do not.
+    static func enqueued(_ notification: NewNotification, _ deliveries: [NewDelivery],
+                         rows: [(id: Int64, apnsID: String, active: Bool)]) -> [ClaimedDelivery] {
+        var index: [String: Int]?
+        return rows.enumerated().map { (i, row) in
+            var at = i
+            if index == nil, i >= deliveries.count || deliveries[i].apnsID != row.apnsID {
+                index = Dictionary(deliveries.indices.map { (deliveries[$0].apnsID, $0) }, uniquingKeysWith: { a, _ in a })
+            }
+            if let index { at = index[row.apnsID]! }
+            return ClaimedDelivery(id: row.id, notificationID: notification.id, appType: notification.appType,
+                                   delivery: deliveries[at], attempts: 0, crossEnvironmentTried: false,
+                                   deviceActive: row.active)
+        }
     }
 }
 

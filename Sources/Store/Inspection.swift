@@ -16,9 +16,9 @@ extension SQLiteStore {
     }
 
     /// EXPLAIN QUERY PLAN's details for `sql`, one a step.
-    func queryPlan(_ sql: String) async throws(StoreError) -> [String] {
+    func queryPlan(_ sql: String, arguments: StatementArguments = []) async throws(StoreError) -> [String] {
         try await read("explain") { db in
-            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql).map { $0["detail"] as String }
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map { $0["detail"] as String }
         }
     }
 

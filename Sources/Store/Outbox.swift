@@ -9,8 +9,8 @@ import GRDB
 // truth (the notification was sent), and is recorded rather than sent again.
 
 extension SQLiteStore {
-    public func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery],
-                        now: Int64) async throws(StoreError) {
+    public func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery], now: Int64,
+                        lease: OutboxLease?) async throws(StoreError) -> [ClaimedDelivery] {
         try await write("enqueue notification \(notification.id)") { db in
             try db.execute(sql: """
                 INSERT INTO notifications (id, type, entity_type, entity_id, app_type, created_at)
@@ -72,10 +72,32 @@ extension SQLiteStore {
             if deliveries.allSatisfy({ $0.notBefore == nil && $0.hold == nil }) {
                 // The common case: every delivery due now. The notification's index
                 // covers this read (no table row per delivery).
+                guard let lease else {
+                    try db.execute(sql: """
+                        INSERT INTO outbox (delivery_id, available_at)
+                        SELECT id, ? FROM deliveries WHERE notification_id = ?
+                        """, arguments: [now, notification.id])
+                    return []
+                }
                 try db.execute(sql: """
-                    INSERT INTO outbox (delivery_id, available_at)
-                    SELECT id, ? FROM deliveries WHERE notification_id = ?
-                    """, arguments: [now, notification.id])
+                    INSERT INTO outbox (delivery_id, available_at, lease_until, claimed_by)
+                    SELECT id, ?, ?, ? FROM deliveries WHERE notification_id = ?
+                    """, arguments: [now, now + lease.millis, lease.worker, notification.id])
+                // What the claim would say of each, read under this write lock: the
+                // recipients were read before it, and a device may have been
+                // deactivated since.
+                var rows: [(id: Int64, apnsID: String, active: Bool)] = []
+                rows.reserveCapacity(deliveries.count)
+                let cursor = try Row.fetchCursor(db, sql: """
+                    SELECT d.id, d.apns_id,
+                           coalesce(v.is_active = 1 AND v.user_id = d.user_id AND v.app_type = ?
+                                    AND v.platform = (CASE d.push_type WHEN 'liveactivity' THEN 'liveactivity' ELSE 'ios' END),
+                                    0)
+                    FROM deliveries d LEFT JOIN devices v ON v.id = d.device_id
+                    WHERE d.notification_id = ? ORDER BY d.id
+                    """, arguments: [notification.appType, notification.id])
+                while let row = try cursor.next() { rows.append((row[0], row[1], row[2])) }
+                return ClaimedDelivery.enqueued(notification, deliveries, rows: rows)
             } else {
                 try Self.applyHolds(db, notificationID: notification.id, deliveries, payloadOf: payloadOf, now: now)
                 // Members of a window (batched) never go out themselves; carriers do.
@@ -83,7 +105,18 @@ extension SQLiteStore {
                     INSERT INTO outbox (delivery_id, available_at)
                     SELECT id, coalesce(not_before, ?) FROM deliveries WHERE notification_id = ? AND state = 'pending'
                     """, arguments: [now, notification.id])
+                return []
             }
+        }
+    }
+
+    public func unclaim(worker: String, deliveryIDs: [Int64]) async throws(StoreError) {
+        guard !deliveryIDs.isEmpty else { return }
+        try await write("unclaim deliveries") { db in
+            try db.execute(sql: """
+                UPDATE outbox SET lease_until = NULL, claimed_by = NULL
+                WHERE claimed_by = ? AND delivery_id IN (SELECT value FROM json_each(?))
+                """, arguments: [worker, jsonArray(deliveryIDs)])
         }
     }
 
@@ -93,27 +126,13 @@ extension SQLiteStore {
         return try await write("claim") { db in
             // Select and lease in one IMMEDIATE transaction: no other writer, in this
             // process or another, can run between the two statements.
-            // One query on the outbox's index; the device's state comes with each row
-            // (the worker used to read it back per batch). CROSS JOIN keeps SQLite
-            // walking the outbox first, in claim order.
-            let select = try db.cachedStatement(sql: """
-                SELECT d.id, d.notification_id, d.user_id, d.device_id, d.token, d.environment, d.apns_id,
-                       coalesce(p.bytes, d.payload) AS payload, d.push_type, d.priority, d.collapse_id,
-                       d.expiration, d.attempts, d.cross_environment_tried, n.app_type,
-                       coalesce(v.is_active = 1 AND v.user_id = d.user_id AND v.app_type = n.app_type
-                                AND v.platform = (CASE d.push_type WHEN 'liveactivity' THEN 'liveactivity' ELSE 'ios' END),
-                                0) AS device_active, coalesce(d.batched, 0) AS batched
-                FROM outbox o
-                CROSS JOIN deliveries d ON d.id = o.delivery_id
-                CROSS JOIN notifications n ON n.id = d.notification_id
-                LEFT JOIN devices v ON v.id = d.device_id
-                LEFT JOIN payloads p ON p.id = d.payload_id
-                -- Due rows only: held ones (quiet hours, an open window) wait further up
-                -- the same index, at their not_before.
-                WHERE o.available_at <= :now AND (o.lease_until IS NULL OR o.lease_until <= :now)
-                ORDER BY o.available_at, o.delivery_id
-                LIMIT :limit
-                """)
+            // Due rows are free ones (the partial index `outbox_free`, in claim order,
+            // where held rows never are) and expired leases (`outbox_leased`: a dead
+            // worker's, few); the oldest `limit` of both. Held rows (quiet hours, an open
+            // window) wait further up `outbox_free`, at their not_before. The device's
+            // state comes with each row. CROSS JOIN keeps SQLite reading the picked rows
+            // first.
+            let select = try db.cachedStatement(sql: Self.claimSQL)
             var claimed: [ClaimedDelivery] = []
             claimed.reserveCapacity(limit)
             // Deliveries of one notification share their payload: one array for all.
@@ -135,6 +154,32 @@ extension SQLiteStore {
             return claimed
         }
     }
+
+    /// The claim's read: $now, $limit (see `claim`).
+    static let claimSQL = """
+        WITH picked AS (
+            SELECT * FROM (SELECT delivery_id, available_at FROM outbox
+                           WHERE claimed_by IS NULL AND available_at <= :now
+                           ORDER BY available_at, delivery_id LIMIT :limit)
+            UNION ALL
+            SELECT * FROM (SELECT delivery_id, available_at FROM outbox
+                           WHERE claimed_by IS NOT NULL AND lease_until <= :now AND available_at <= :now
+                           ORDER BY available_at, delivery_id LIMIT :limit)
+        )
+        SELECT d.id, d.notification_id, d.user_id, d.device_id, d.token, d.environment, d.apns_id,
+               coalesce(p.bytes, d.payload) AS payload, d.push_type, d.priority, d.collapse_id,
+               d.expiration, d.attempts, d.cross_environment_tried, n.app_type,
+               coalesce(v.is_active = 1 AND v.user_id = d.user_id AND v.app_type = n.app_type
+                        AND v.platform = (CASE d.push_type WHEN 'liveactivity' THEN 'liveactivity' ELSE 'ios' END),
+                        0) AS device_active, coalesce(d.batched, 0) AS batched
+        FROM picked o
+        CROSS JOIN deliveries d ON d.id = o.delivery_id
+        CROSS JOIN notifications n ON n.id = d.notification_id
+        LEFT JOIN devices v ON v.id = d.device_id
+        LEFT JOIN payloads p ON p.id = d.payload_id
+        ORDER BY o.available_at, o.delivery_id
+        LIMIT :limit
+        """
 
     public func renew(worker: String, deliveryIDs: [Int64], leaseMillis: Int64,
                       now: Int64) async throws(StoreError) {

@@ -94,42 +94,47 @@ extension SQLiteStore {
             // service can count "no_devices"), or everyone with an active token of the
             // app in the company, ordered by user id (an Android-only user is one of
             // them, with no iOS device: "no_devices" too).
-            let users: [String]
-            let devicesInCompany: String?
+            var recipients: [Recipient] = []
+            var devicesInCompany: String?
             switch audience {
             case .users(let ids):
                 var seen = Set<String>()
-                users = ids.filter { seen.insert($0).inserted }
-                devicesInCompany = nil
-            case .company(let company):
-                users = try String.fetchAll(db, sql: """
-                    SELECT DISTINCT user_id FROM devices
-                    WHERE company_id = ? AND app_type = ? AND is_active = 1 ORDER BY user_id
-                    """, arguments: [company, appType])
-                devicesInCompany = company
-            }
-            guard !users.isEmpty else { return [] }
-
-            // A company's notification goes only to the devices registered with that
-            // company, even if a user also works elsewhere: those are exactly the
-            // company index's rows (no 100k-user list to join against).
-            var devices: [String: [Recipient.Device]] = [:]
-            let deviceRows = if let company = devicesInCompany {
-                try Row.fetchCursor(db, sql: """
-                    SELECT user_id, id, token, environment FROM devices
-                    WHERE company_id = ? AND app_type = ? AND is_active = 1 AND platform = 'ios'
-                    ORDER BY registered_at DESC, id DESC
-                    """, arguments: [company, appType])
-            } else {
-                try Row.fetchCursor(db, sql: """
+                let users = ids.filter { seen.insert($0).inserted }
+                guard !users.isEmpty else { return [] }
+                var devices: [String: [Recipient.Device]] = [:]
+                let rows = try Row.fetchCursor(db, sql: """
                     SELECT user_id, id, token, environment FROM devices
                     WHERE user_id IN (SELECT value FROM json_each(?)) AND app_type = ? AND is_active = 1
                       AND platform = 'ios'
                     ORDER BY registered_at DESC, id DESC
                     """, arguments: [jsonArray(users), appType])
-            }
-            while let row = try deviceRows.next() {
-                devices[row[0], default: []].append(Recipient.Device(id: row[1], token: row[2], environment: row[3]))
+                while let row = try rows.next() {
+                    devices[row[0], default: []].append(Recipient.Device(id: row[1], token: row[2], environment: row[3]))
+                }
+                recipients = users.map { Recipient(userID: $0, preferences: [:], devices: devices[$0] ?? []) }
+            case .company(let company):
+                // A company's notification goes only to the devices registered with
+                // that company, even if a user also works elsewhere: exactly the company
+                // index's rows, one pass in user order (a user's rows are neighbours;
+                // no 100k-user list to join against or look up in).
+                devicesInCompany = company
+                let rows = try Row.fetchCursor(db, sql: """
+                    SELECT user_id, id, token, environment, platform = 'ios' FROM devices
+                    WHERE company_id = ? AND app_type = ? AND is_active = 1
+                    ORDER BY user_id, registered_at DESC, id DESC
+                    """, arguments: [company, appType])
+                while let row = try rows.next() {
+                    let userID: String = row[0]
+                    if recipients.last?.userID != userID {
+                        recipients.append(Recipient(userID: userID, preferences: [:], devices: []))
+                    }
+                    // An Android-only user stays a recipient with no iOS device: "no_devices".
+                    if row[4] {
+                        recipients[recipients.count - 1].devices.append(
+                            Recipient.Device(id: row[1], token: row[2], environment: row[3]))
+                    }
+                }
+                guard !recipients.isEmpty else { return [] }
             }
 
             var preferences: [String: [String: PreferenceValue]] = [:]
@@ -143,13 +148,17 @@ extension SQLiteStore {
                 try Row.fetchCursor(db, sql: """
                     SELECT user_id, key, value, text_value FROM preferences
                     WHERE user_id IN (SELECT value FROM json_each(?)) AND app_type = ?
-                    """, arguments: [jsonArray(users), appType])
+                    """, arguments: [jsonArray(recipients.map(\.userID)), appType])
             }
             while let row = try preferenceRows.next() {
                 preferences[row[0], default: [:]][row[1]] = PreferenceValue(value: row[2], text: row[3])
             }
-
-            return users.map { Recipient(userID: $0, preferences: preferences[$0] ?? [:], devices: devices[$0] ?? []) }
+            if !preferences.isEmpty {
+                for i in recipients.indices {
+                    recipients[i].preferences = preferences[recipients[i].userID] ?? [:]
+                }
+            }
+            return recipients
         }
     }
 }

@@ -44,11 +44,12 @@ public final class SQLiteStore: DeliveryStore {
 
         var config = Configuration()
         config.label = "apns-store"
-        // A 100k fan-out touches a few MB of index pages (apns_id, by notification):
-        // with SQLite's default 2 MB cache the writer re-reads them from the OS;
-        // sorts and temp b-trees stay in memory.
+        // A 100k fan-out writes ~30 MB of log rows and index pages, and its finishes
+        // rewrite them: with a smaller cache the writer re-reads them from the OS
+        // (16 MB → 64 MB cut the SQLite CPU of enqueue by a quarter, finish by a
+        // tenth). Pages are allocated as used. Sorts and temp b-trees stay in memory.
         config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY")
+            try db.execute(sql: "PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY")
         }
         config.busyMode = .timeout(TimeInterval(busyTimeout.components.seconds)
             + TimeInterval(busyTimeout.components.attoseconds) / 1e18)

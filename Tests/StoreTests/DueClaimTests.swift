@@ -32,16 +32,15 @@ import TestSupport
             #expect(try await store.delivery(apnsID: "later")?.notBefore == 5_000)
             #expect(try await store.delivery(apnsID: "now")?.notBefore == nil)
 
-            // On SQLite the claim walks the outbox's (available_at, delivery_id) index:
-            // held rows are further up it, never scanned by an earlier claim. (PostgreSQL's
-            // plan: PostgresStoreTests.theClaimWalksOnlyFreeDueRowsOfItsPartialIndex.)
+            // On SQLite the claim walks the free rows' (available_at, delivery_id) index,
+            // where held rows are further up and leased ones never are, and finds expired
+            // leases by their own index: it never scans the outbox. (PostgreSQL's plan:
+            // PostgresStoreTests.theClaimWalksOnlyFreeDueRowsOfItsPartialIndex.)
             if let sqlite = store as? SQLiteStore {
-                let plan = try await sqlite.queryPlan("""
-                    SELECT delivery_id FROM outbox
-                    WHERE available_at <= 1 AND (lease_until IS NULL OR lease_until <= 1)
-                    ORDER BY available_at, delivery_id LIMIT 10
-                    """)
-                #expect(plan.contains { $0.contains("outbox_by_age") && $0.contains("available_at<") }, "\(plan)")
+                let plan = try await sqlite.queryPlan(SQLiteStore.claimSQL, arguments: ["now": 1, "limit": 10])
+                #expect(plan.contains { $0.contains("outbox USING INDEX outbox_free (available_at<") }, "\(plan)")
+                #expect(plan.contains { $0.contains("outbox USING INDEX outbox_leased (lease_until<") }, "\(plan)")
+                #expect(!plan.contains { $0.contains("SCAN outbox") }, "\(plan)")
             }
         }
     }

@@ -64,6 +64,65 @@ import TestSupport
     }
 
     @Test(arguments: StoreKind.allCases)
+    func anEnqueueWithALeaseHandsItsDeliveriesToThatWorkerAsAClaimWould(_ kind: StoreKind) async throws {
+        try await withStore(kind, instances: 2) { stores in
+            let (store, other) = (stores[0], stores[1])
+            let active = try await register(store, "u1", 1)
+            let gone = try await register(store, "u2", 2)
+            #expect(try await store.unregister(userID: "u2", token: token(2), now: 2))
+            let deliveries = [(1, active), (2, gone)].map { n, device in
+                NewDelivery(userID: "u\(n)", deviceID: device, token: token(n), environment: "production",
+                            apnsID: "n-\(n)", payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8), collapseID: "c")
+            }
+            let claimed = try await store.enqueue(
+                NewNotification(id: "n", type: "t", entityType: nil, entityID: nil, appType: "staff"), deliveries,
+                now: 10, lease: OutboxLease(worker: "w", millis: 1_000))
+            #expect(claimed.map(\.delivery) == deliveries)
+            // As a claim reads it: the device unregistered since is not to be sent.
+            #expect(claimed.map(\.deviceActive) == [true, false])
+            #expect(claimed.allSatisfy { $0.notificationID == "n" && $0.appType == "staff" && $0.attempts == 0
+                                         && !$0.crossEnvironmentTried && $0.batched == 0 })
+            #expect(Set(claimed.map(\.id)).count == 2)
+
+            // Held by w under the lease: no other worker's claim takes them meanwhile.
+            #expect(try await other.claim(worker: "w2", limit: 10, leaseMillis: 1_000, now: 500).isEmpty)
+            #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by = 'w' AND lease_until = 1010") == 2)
+            // w records them as it records what it claimed.
+            #expect(try await store.finish(worker: "w", [delivered(claimed[0].id)], now: 20) == 0)
+            #expect(try await store.delivery(apnsID: "n-1")?.state == "delivered")
+
+            // Given back unsent: free at once (well inside the lease), no attempt counted;
+            // a worker that does not hold it gives back nothing.
+            try await store.unclaim(worker: "w", deliveryIDs: [claimed[1].id])
+            let again = try await other.claim(worker: "w2", limit: 10, leaseMillis: 1_000, now: 30)
+            #expect(again.map(\.id) == [claimed[1].id])
+            #expect(again.first?.attempts == 0)
+            try await store.unclaim(worker: "w", deliveryIDs: [claimed[1].id])
+            #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by = 'w2'") == 1)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func anEnqueueWithHeldDeliveriesLeasesNone(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let deliveries = (0..<2).map { i in
+                NewDelivery(userID: "u\(i)", deviceID: Int64(i), token: token(i), environment: "production",
+                            apnsID: "later-\(i)", payload: Array(#"{"aps":{}}"#.utf8), notBefore: i == 0 ? nil : 5_000)
+            }
+            let claimed = try await store.enqueue(
+                NewNotification(id: "later", type: "t", entityType: nil, entityID: nil, appType: "staff"), deliveries,
+                now: 10, lease: OutboxLease(worker: "w", millis: 1_000))
+            #expect(claimed.isEmpty)
+            let now = try await store.claim(worker: "w2", limit: 10, leaseMillis: 1_000, now: 20)
+            #expect(now.map(\.delivery.apnsID) == ["later-0"])
+            #expect(try await store.finish(worker: "w2", now.map { delivered($0.id) }, now: 30) == 0)
+            #expect(try await store.claim(worker: "w2", limit: 10, leaseMillis: 1_000, now: 4_999).isEmpty)
+            #expect(try await store.claim(worker: "w2", limit: 10, leaseMillis: 1_000, now: 5_000).map(\.delivery.apnsID)
+                    == ["later-1"])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func theHeadersTravelWithTheDelivery(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
             let sent = NewDelivery(userID: "u1", deviceID: 7, token: token(7), environment: "sandbox", apnsID: "a-1",

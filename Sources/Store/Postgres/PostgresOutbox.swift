@@ -22,15 +22,15 @@ extension PostgresStore {
     /// Rows per multi-row INSERT or UPDATE (binds stay far below the protocol's 65,535).
     static let rowsPerStatement = 1_000
 
-    public func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery],
-                        now: Int64) async throws(StoreError) {
+    public func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery], now: Int64,
+                        lease: OutboxLease?) async throws(StoreError) -> [ClaimedDelivery] {
         try await transaction("enqueue notification \(notification.id)") { db in
             try await db.run("""
                 INSERT INTO notifications (id, type, entity_type, entity_id, app_type, created_at)
                 VALUES (\(notification.id), \(notification.type), \(notification.entityType),
                         \(notification.entityID), \(notification.appType), \(now))
                 """)
-            guard !deliveries.isEmpty else { return }
+            guard !deliveries.isEmpty else { return [] }
 
             // Each distinct payload once (a fan-out has one per badge value). Ids come
             // from the sequence first, so that one INSERT writes them all and each
@@ -94,12 +94,33 @@ extension PostgresStore {
                     VALUES \(values.joined(separator: ", "))
                     """, binds: binds))
             }
+            var claimed: [ClaimedDelivery] = []
             if deliveries.allSatisfy({ $0.notBefore == nil && $0.hold == nil }) {
                 // The common case: every delivery due now.
-                try await db.run("""
-                    INSERT INTO outbox (delivery_id, available_at)
-                    SELECT id, \(now) FROM deliveries WHERE notification_id = \(notification.id)
-                    """)
+                if let lease {
+                    try await db.run("""
+                        INSERT INTO outbox (delivery_id, available_at, lease_until, claimed_by)
+                        SELECT id, \(now), \(now + lease.millis), \(lease.worker) FROM deliveries
+                        WHERE notification_id = \(notification.id)
+                        """)
+                    // What the claim would say of each, read in this transaction (see SQLite's).
+                    let rows = try await db.rows("""
+                        SELECT d.id, d.apns_id,
+                               coalesce(v.is_active AND v.user_id = d.user_id AND v.app_type = \(notification.appType)
+                                        AND v.platform = (CASE d.push_type WHEN 'liveactivity' THEN 'liveactivity' ELSE 'ios' END),
+                                        false)
+                        FROM deliveries d LEFT JOIN devices v ON v.id = d.device_id
+                        WHERE d.notification_id = \(notification.id) ORDER BY d.id
+                        """)
+                    claimed = ClaimedDelivery.enqueued(notification, deliveries, rows: try rows.map {
+                        (id: try $0.get(0, Int64.self), apnsID: try $0.get(1, String.self), active: try $0.get(2, Bool.self))
+                    })
+                } else {
+                    try await db.run("""
+                        INSERT INTO outbox (delivery_id, available_at)
+                        SELECT id, \(now) FROM deliveries WHERE notification_id = \(notification.id)
+                        """)
+                }
             } else {
                 try await Self.applyHolds(db, notificationID: notification.id, deliveries,
                                           payloadOf: payloadOf.map { payloadIDs[$0] }, now: now)
@@ -111,8 +132,17 @@ extension PostgresStore {
                     """)
             }
             // Sent at commit, and only then: a woken worker finds the rows committed.
-            try await db.run("SELECT pg_notify(\(Self.workChannel), '')")
+            if claimed.isEmpty { try await db.run("SELECT pg_notify(\(Self.workChannel), '')") }
+            return claimed
         }
+    }
+
+    public func unclaim(worker: String, deliveryIDs: [Int64]) async throws(StoreError) {
+        guard !deliveryIDs.isEmpty else { return }
+        _ = try await rows("unclaim deliveries", """
+            UPDATE outbox SET lease_until = NULL, claimed_by = NULL
+            WHERE claimed_by = \(worker) AND delivery_id = ANY(\(deliveryIDs))
+            """)
     }
 
     /// Two statements in one transaction. The first picks the oldest due rows

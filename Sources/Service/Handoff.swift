@@ -1,0 +1,98 @@
+import Store
+import Synchronization
+
+/// Fresh deliveries, from the enqueue straight to a worker loop of this process.
+///
+/// A fan-out's deliveries are leased to one loop in the enqueue's own transaction
+/// (`DeliveryStore.enqueue(_:_:now:lease:)`) and handed to it here once committed,
+/// so they go out without a claim query per batch: on SQLite's single writer the
+/// claims of a 100k fan-out cost about as much as writing it. The loop still sends
+/// them in batches, holds them under its lease (renewed), and records them as it
+/// does what it claims; a crash leaves them leased in the outbox, and they are sent
+/// again when the lease runs out, as claimed ones are.
+///
+/// Only for an outbox this process has to itself (SQLite): on a shared database
+/// every instance claims its share of a notification, which a hand-off to the
+/// instance that took the request would undo.
+final class Handoff: Sendable {
+    private struct Mailbox {
+        let held: HeldSet
+        var batches: [[ClaimedDelivery]] = []
+        var queued = 0
+    }
+
+    private struct State {
+        var mailboxes: [String: Mailbox] = [:]
+        /// Open loops, in the order they take turns.
+        var order: [String] = []
+        var turn = 0
+    }
+
+    private let state = Mutex(State())
+    private let batchSize: Int
+    private let wakeup: WorkerWakeup
+
+    init(batchSize: Int, wakeup: WorkerWakeup) {
+        self.batchSize = batchSize
+        self.wakeup = wakeup
+    }
+
+    /// The loop to lease the next fan-out to, in turn; nil when none runs (stopping).
+    func lessee() -> String? {
+        state.withLock { s in
+            guard !s.order.isEmpty else { return nil }
+            s.turn = (s.turn + 1) % s.order.count
+            return s.order[s.turn]
+        }
+    }
+
+    /// Gives `claimed`, leased to `worker`, to that loop. False when the loop has
+    /// stopped since it was chosen: the caller gives them back to the outbox.
+    func deliver(_ claimed: [ClaimedDelivery], to worker: String) -> Bool {
+        guard !claimed.isEmpty else { return true }
+        let accepted = state.withLock { s -> Bool in
+            guard s.mailboxes[worker] != nil else { return false }
+            // Held from now on: the loop's lease renewal covers them while they wait.
+            s.mailboxes[worker]!.held.insert(claimed.map(\.id))
+            for start in stride(from: 0, to: claimed.count, by: batchSize) {
+                s.mailboxes[worker]!.batches.append(Array(claimed[start..<min(start + batchSize, claimed.count)]))
+            }
+            s.mailboxes[worker]!.queued += claimed.count
+            return true
+        }
+        if accepted { wakeup.wake() }
+        return accepted
+    }
+
+    /// A loop starts taking hand-offs.
+    func open(_ worker: String, held: HeldSet) {
+        state.withLock { s in
+            s.mailboxes[worker] = Mailbox(held: held)
+            s.order.append(worker)
+        }
+    }
+
+    /// The next batch handed to `worker`, if any.
+    func take(_ worker: String) -> [ClaimedDelivery]? {
+        state.withLock { s in
+            guard s.mailboxes[worker]?.batches.isEmpty == false else { return nil }
+            let batch = s.mailboxes[worker]!.batches.removeFirst()
+            s.mailboxes[worker]!.queued -= batch.count
+            return batch
+        }
+    }
+
+    /// Handed to `worker` and not yet taken.
+    func queued(_ worker: String) -> Int {
+        state.withLock { $0.mailboxes[worker]?.queued ?? 0 }
+    }
+
+    /// A loop stops taking hand-offs; what it was handed and never took comes back.
+    func close(_ worker: String) -> [ClaimedDelivery] {
+        state.withLock { s in
+            s.order.removeAll { $0 == worker }
+            s.turn = 0
+            return s.mailboxes.removeValue(forKey: worker)?.batches.flatMap { $0 } ?? []
+        }
+    }
+}
