@@ -10,6 +10,8 @@ struct FanOut: Sendable {
     let config: ServerConfig
     let store: any DeliveryStore
     let metrics: ServiceMetrics
+    /// This process's worker loops, given the fresh deliveries directly (see `Handoff`).
+    var handoff: Handoff? = nil
 
     /// A checked request.
     struct Request: Sendable {
@@ -218,20 +220,26 @@ struct FanOut: Sendable {
         let now = Clock.nowMillis
         let coalesce = request.app.types[request.type]?.coalesce
         let recipients = try await store.recipients(appType: request.app.appType, audience: request.audience)
-        var byUser: [String: Recipient] = [:]
-        for r in recipients { byUser[r.userID] = r }
-        let users: [String] = switch request.audience {
-        case .users(let ids): ids
-        case .company: recipients.map(\.userID)
+        // In the request's order: named users as named (one the store does not know
+        // has no devices), a company's as the store lists them (a 100k-user company
+        // needs no look-up by id).
+        let ordered: [(userID: String, recipient: Recipient?)]
+        switch request.audience {
+        case .users(let ids):
+            let byUser = Dictionary(recipients.map { ($0.userID, $0) }, uniquingKeysWith: { first, _ in first })
+            ordered = ids.map { ($0, byUser[$0]) }
+        case .company:
+            ordered = recipients.map { ($0.userID, $0) }
         }
 
         var deliveries: [NewDelivery] = []
+        deliveries.reserveCapacity(recipients.reduce(0) { $0 + $1.devices.count })
         var ids = APNsIDs()
         var skippedPreferences = 0, skippedNoDevices = 0
         var payloads: [PayloadVariant: [UInt8]] = [:]
-        for userID in users {
+        for (userID, recipient) in ordered {
             // No device first: such a user could not be reached whatever they chose.
-            guard let recipient = byUser[userID], !recipient.devices.isEmpty else {
+            guard let recipient, !recipient.devices.isEmpty else {
                 skippedNoDevices += 1
                 continue
             }
@@ -279,7 +287,14 @@ struct FanOut: Sendable {
         let notification = NewNotification(id: UUID().uuidString.lowercased(), type: request.type,
                                            entityType: request.entityType, entityID: request.entityID,
                                            appType: request.app.appType)
-        try await store.enqueue(notification, deliveries, now: now)
+        let lessee = handoff?.lessee()
+        let lease = lessee.map { OutboxLease(worker: $0, millis: Int64(config.worker.leaseSeconds) * 1000) }
+        let claimed = try await store.enqueue(notification, deliveries, now: now, lease: lease)
+        if let handoff, let lessee, !handoff.deliver(claimed, to: lessee) {
+            // That loop stopped meanwhile (shutting down): the outbox has them, free
+            // for the next process at once. Should this fail, the lease runs out.
+            try? await store.unclaim(worker: lessee, deliveryIDs: claimed.map(\.id))
+        }
         metrics.notification(app: request.app.appType, deliveries: deliveries.count)
         return Result(notificationID: notification.id, deliveries: deliveries.count,
                       skippedPreferences: skippedPreferences, skippedNoDevices: skippedNoDevices)

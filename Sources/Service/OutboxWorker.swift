@@ -21,6 +21,8 @@ final class OutboxWorker: Service, Sendable {
     let clients: APNsClients
     let metrics: ServiceMetrics
     let wakeup: WorkerWakeup
+    /// Fresh deliveries from this process's enqueues (nil: a shared outbox, claims only).
+    let handoff: Handoff?
     let logger: Logger
     private let stopping = Atomic<Bool>(false)
     /// Each run's workers have their own ids: a lease never outlives its process's claim.
@@ -35,12 +37,13 @@ final class OutboxWorker: Service, Sendable {
     static let batchesAhead = 4
 
     init(config: ServerConfig, store: any DeliveryStore, clients: APNsClients, metrics: ServiceMetrics,
-         wakeup: WorkerWakeup, logger: Logger) {
+         wakeup: WorkerWakeup, handoff: Handoff?, logger: Logger) {
         self.config = config
         self.store = store
         self.clients = clients
         self.metrics = metrics
         self.wakeup = wakeup
+        self.handoff = handoff
         self.logger = logger
     }
 
@@ -67,14 +70,16 @@ final class OutboxWorker: Service, Sendable {
 
     private var isStopping: Bool { stopping.load(ordering: .acquiring) }
 
-    /// One worker: a pipeline rather than batch after batch. It claims while earlier
-    /// claims are still in flight (up to `batchesAhead` batches held), streams every
-    /// message into one long-lived send per APNs client (so the engine's window never
-    /// runs dry between batches), and records the answers in `finishBatch`-sized
-    /// transactions on a writer task of its own, so that the results keep flowing
-    /// while the store writes. Everything held is under one lease, renewed while held.
+    /// One worker: a pipeline rather than batch after batch. It takes batches (handed
+    /// over by this process's enqueues, or claimed) while earlier ones are still in
+    /// flight (up to `batchesAhead` batches unanswered), sends each as one engine
+    /// batch per APNs client (a `Sequence`: no hop per message), and records the
+    /// answers in `finishBatch`-sized transactions on a writer task of its own, so
+    /// that the results keep flowing while the store writes. Everything held is under
+    /// one lease, renewed while held.
     private func loop(worker: String) async {
         let held = HeldSet([])
+        handoff?.open(worker, held: held)
         let renewal = Task { [store, leaseMillis] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(max(100, leaseMillis / 3)))
@@ -101,51 +106,54 @@ final class OutboxWorker: Service, Sendable {
 
         let batchSize = config.worker.batchSize
         let highWater = Self.batchesAhead * batchSize
-        await withTaskGroup(of: Void.self) { group in
-            var feeds: [ObjectIdentifier: AsyncStream<Message<ClaimedDelivery>>.Continuation] = [:]
-            // A send that saw no answer (endpoint unreachable) ends every later message
-            // of that send unsent, by the engine's design for one batch: such a feed
-            // is closed and the next message starts a new send.
-            let stale = StaleFeeds()
+        await withDiscardingTaskGroup { group in
             var notifications = NotificationCache()
             while !isStopping {
-                // Keep the engine fed (claimed and not yet answered: in flight or queued
-                // to send), and memory bounded (held: answered but not yet recorded too).
-                if await sink.unanswered > highWater - batchSize || held.count > 4 * highWater {
+                // Keep the engine fed (taken and not yet answered: in flight or queued
+                // to send), and memory bounded (held: answered but not yet recorded too;
+                // handed over and waiting is held, but not in hand yet).
+                let waiting = handoff?.queued(worker) ?? 0
+                if sink.unanswered > highWater - batchSize || held.count - waiting > 4 * highWater {
                     try? await Task.sleep(for: .milliseconds(1))
                     continue
                 }
                 let batch: [ClaimedDelivery]
-                do {
-                    batch = try await store.claim(worker: worker, limit: batchSize, leaseMillis: leaseMillis,
-                                                  now: Clock.nowMillis)
-                } catch {
-                    logger.error("outbox claim failed", metadata: ["error": "\(error)"])
-                    await wakeup.wait(timeout: .seconds(1))
-                    continue
+                if let handed = handoff?.take(worker) {
+                    batch = handed
+                } else {
+                    do {
+                        batch = try await store.claim(worker: worker, limit: batchSize, leaseMillis: leaseMillis,
+                                                      now: Clock.nowMillis)
+                    } catch {
+                        logger.error("outbox claim failed", metadata: ["error": "\(error)"])
+                        await wakeup.wait(timeout: .seconds(1))
+                        continue
+                    }
+                    if batch.isEmpty {
+                        // Answers still coming: look again soon (a release may be due);
+                        // otherwise sleep until an enqueue wakes us or the poll interval.
+                        let poll = config.worker.pollIntervalMillis
+                        await wakeup.wait(timeout: .milliseconds(held.count > 0 ? min(20, poll) : poll))
+                        continue
+                    }
+                    held.insert(batch.map(\.id))
                 }
-                if batch.isEmpty {
-                    // Answers still coming: look again soon (a release may be due);
-                    // otherwise sleep until an enqueue wakes us or the poll interval.
-                    let poll = config.worker.pollIntervalMillis
-                    await wakeup.wait(timeout: .milliseconds(held.count > 0 ? min(20, poll) : poll))
-                    continue
-                }
-                held.insert(batch.map(\.id))
-                await sink.claimed(batch.count)
+                sink.claimed(batch.count)
                 notifications.removeAll()
+                // One engine batch per APNs client (app) in this batch, in claim order.
+                var sends: [ObjectIdentifier: (client: APNsClient, messages: [Message<Sent>])] = [:]
                 for claimed in batch {
                     let type = notificationType(claimed)
                     // Deactivated (410, logout, moved to another user) since it was
                     // enqueued, as the claim read it: never sent.
                     guard claimed.deviceActive else {
-                        await sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
+                        sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
                             deliveryID: claimed.id, delivered: false, status: 0, reason: "Inactive",
                             timestamp: Clock.nowMillis, attempts: claimed.attempts)))
                         continue
                     }
                     guard let app = config.app(claimed.appType), let client = clients.byApp[claimed.appType] else {
-                        await sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
+                        sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
                             deliveryID: claimed.id, delivered: false, status: 0, reason: "UnknownApp",
                             timestamp: Clock.nowMillis, attempts: claimed.attempts + 1)))
                         continue
@@ -155,40 +163,52 @@ final class OutboxWorker: Service, Sendable {
                             for: Self.summarized(claimed, type: type, app: app), topic: app.topic)
                         let environment: Environment = claimed.delivery.environment == "sandbox" ? .sandbox : .production
                         let message = Message(token: claimed.delivery.token, notification: notification,
-                                              environment: environment, apnsID: claimed.delivery.apnsID, context: claimed)
-                        let key = ObjectIdentifier(client)
-                        if stale.take(key) {
-                            feeds.removeValue(forKey: key)?.finish()
-                        }
-                        if feeds[key] == nil {
-                            let (stream, feed) = AsyncStream.makeStream(of: Message<ClaimedDelivery>.self)
-                            feeds[key] = feed
-                            group.addTask {
-                                for await r in client.send(stream) {
-                                    let claimed = r.context
-                                    if r.result.status == 0 { stale.mark(key) }
-                                    if r.result.attempts > 0 { self.metrics.latency.record(r.result.latency) }
-                                    await sink.add(claimed, type: self.notificationType(claimed),
-                                                   Self.decide(r.result, claimed, now: Clock.nowMillis))
-                                }
-                            }
-                        }
-                        feeds[key]!.yield(message)
+                                              environment: environment, apnsID: claimed.delivery.apnsID,
+                                              context: Sent(claimed: claimed, type: type))
+                        sends[ObjectIdentifier(client), default: (client, [])].messages.append(message)
                     } catch {
                         // Checked at enqueue time: only a config change (topic) can get here.
-                        await sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
+                        sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
                             deliveryID: claimed.id, delivered: false, status: 0, reason: "InvalidMessage",
                             timestamp: Clock.nowMillis, attempts: claimed.attempts + 1)))
+                    }
+                }
+                for (client, messages) in sends.values {
+                    group.addTask {
+                        // A message that saw no answer (endpoint unreachable) ends the
+                        // rest of its batch unsent (status 0): all are released.
+                        for await r in client.send(messages) {
+                            if r.result.attempts > 0 { self.metrics.latency.record(r.result.latency) }
+                            sink.add(r.context.claimed, type: r.context.type,
+                                     Self.decide(r.result, r.context.claimed, now: Clock.nowMillis))
+                        }
                     }
                 }
                 // A full batch suggests more: let the sibling loops look too.
                 if batch.count == batchSize { wakeup.wake() }
             }
-            // Stopping: no more messages; every one sent gets its answer.
-            for feed in feeds.values { feed.finish() }
+            // Stopping: no more batches; every one sent gets its answer (the group
+            // waits for its sends).
         }
-        await sink.close()
+        sink.close()
         await writer.value
+        // Handed over and never sent: free for the next process at once, not when
+        // the lease runs out.
+        if let unsent = handoff?.close(worker).map(\.id), !unsent.isEmpty {
+            do {
+                try await store.unclaim(worker: worker, deliveryIDs: unsent)
+            } catch {
+                logger.error("outbox unclaim failed", metadata: ["error": "\(error)", "count": "\(unsent.count)"])
+            }
+            held.remove(unsent)
+        }
+    }
+
+    /// What a message carries back with its result.
+    struct Sent: Sendable {
+        var claimed: ClaimedDelivery
+        /// The notification's type, for the metrics' labels.
+        var type: String
     }
 
     /// A coalescing window's send that carries two or more: its alert body becomes the
@@ -265,18 +285,25 @@ final class OutboxWorker: Service, Sendable {
 /// finishes in transactions of up to `OutboxWorker.finishBatch`, written when that
 /// many are collected or when every claimed delivery has its decision; releases
 /// grouped by their backoff; retries one by one (rare: a BadDeviceToken's first answer).
-actor OutcomeSink {
+/// Called from the loop and from its sends' result tasks: a lock, not an actor, so
+/// that a result costs no hop to another executor.
+final class OutcomeSink: Sendable {
     let worker: String
     let metrics: ServiceMetrics
     let held: HeldSet
     let config: ServerConfig.WorkerConfig
     let jobs: AsyncStream<Job>.Continuation
     let shuttingDown: @Sendable () -> Bool
-    private var finishes: [(DeliveryOutcome, app: String, type: String)] = []
-    private var releases: [Int64: [Int64]] = [:]  // availableAt → ids
-    /// Claimed, and no decision yet.
-    private var undecided = 0
-    var unanswered: Int { undecided }
+
+    private struct State {
+        var finishes: [(DeliveryOutcome, app: String, type: String)] = []
+        var releases: [Int64: [Int64]] = [:]  // availableAt → ids
+        /// Claimed, and no decision yet.
+        var undecided = 0
+    }
+    private let state = Mutex(State())
+
+    var unanswered: Int { state.withLock { $0.undecided } }
 
     enum Job: Sendable {
         case finish([(DeliveryOutcome, app: String, type: String)], ServiceMetrics)
@@ -345,29 +372,36 @@ actor OutcomeSink {
     }
 
     /// `count` more deliveries claimed, each to get one `add`.
-    func claimed(_ count: Int) { undecided += count }
+    func claimed(_ count: Int) { state.withLock { $0.undecided += count } }
 
     func add(_ claimed: ClaimedDelivery, type: String, _ decision: OutboxWorker.Decision) {
         let now = Clock.nowMillis
-        undecided -= 1
+        // Decided outside the lock: the metric and the backoff's clock read.
+        var release: (availableAt: Int64, id: Int64)?
+        var outcome: (DeliveryOutcome, app: String, type: String)?
         switch decision {
-        case .final(let outcome):
-            finishes.append((outcome, claimed.appType, type))
+        case .final(let final):
+            outcome = (final, claimed.appType, type)
         case .release(let reason):
             let attempts = claimed.attempts + 1
             if attempts >= config.maxAttempts {
-                finishes.append((DeliveryOutcome(deliveryID: claimed.id, delivered: false, status: 0, reason: reason,
-                                                 timestamp: now, attempts: attempts), claimed.appType, type))
+                outcome = (DeliveryOutcome(deliveryID: claimed.id, delivered: false, status: 0, reason: reason,
+                                           timestamp: now, attempts: attempts), claimed.appType, type)
             } else {
                 metrics.released(app: claimed.appType, reason: reason)
                 // Going down: the next process should pick these up at once.
                 let delay = shuttingDown() ? 0 : Self.backoff(attempts: attempts, config: config)
-                releases[now + delay, default: []].append(claimed.id)
+                release = (now + delay, claimed.id)
             }
         case .otherEnvironment(let environment):
             jobs.yield(.retry(claimed.id, environment: environment))
         }
-        if finishes.count >= OutboxWorker.finishBatch || undecided == 0 { flush() }
+        state.withLock { s in
+            s.undecided -= 1
+            if let outcome { s.finishes.append(outcome) }
+            if let release { s.releases[release.availableAt, default: []].append(release.id) }
+            if s.finishes.count >= OutboxWorker.finishBatch || s.undecided == 0 { flush(&s) }
+        }
     }
 
     /// base × 2^(attempts-1), capped, with ±25 % jitter so a burst does not return as one.
@@ -377,18 +411,19 @@ actor OutcomeSink {
         return Int64(raw * Double.random(in: 0.75...1.25))
     }
 
-    func flush() {
-        if !finishes.isEmpty {
-            jobs.yield(.finish(finishes, metrics))
-            finishes.removeAll(keepingCapacity: true)
+    /// Under the lock, so that jobs are queued in the order their outcomes came.
+    private func flush(_ s: inout State) {
+        if !s.finishes.isEmpty {
+            jobs.yield(.finish(s.finishes, metrics))
+            s.finishes.removeAll(keepingCapacity: true)
         }
-        for (availableAt, ids) in releases { jobs.yield(.release(availableAt: availableAt, ids)) }
-        releases.removeAll()
+        for (availableAt, ids) in s.releases { jobs.yield(.release(availableAt: availableAt, ids)) }
+        s.releases.removeAll()
     }
 
     /// Writes what is left; the writer ends after it.
     func close() {
-        flush()
+        state.withLock { flush(&$0) }
         jobs.finish()
     }
 }
@@ -443,12 +478,4 @@ final class HeldSet: Sendable {
     var count: Int { ids.withLock { $0.count } }
     func insert(_ new: [Int64]) { ids.withLock { set in for id in new { set.insert(id) } } }
     func remove(_ done: [Int64]) { ids.withLock { set in for id in done { set.remove(id) } } }
-}
-
-/// The APNs clients whose current send saw no answer (see `OutboxWorker.loop`).
-final class StaleFeeds: Sendable {
-    private let keys = Mutex<Set<ObjectIdentifier>>([])
-    func mark(_ key: ObjectIdentifier) { _ = keys.withLock { $0.insert(key) } }
-    /// Whether `key` was marked, unmarking it.
-    func take(_ key: ObjectIdentifier) -> Bool { keys.withLock { $0.remove(key) != nil } }
 }

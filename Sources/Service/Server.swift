@@ -92,8 +92,11 @@ public enum APNsServer {
 
         let metrics = ServiceMetrics(registry: registry, config: config)
         let wakeup = WorkerWakeup()
+        // A shared outbox (several instances) spreads each notification over all of
+        // them through their claims; handing it to this instance's loops would not.
+        let handoff = store is any SharedOutbox ? nil : Handoff(batchSize: config.worker.batchSize, wakeup: wakeup)
         let worker = OutboxWorker(config: config, store: store, clients: clients, metrics: metrics, wakeup: wakeup,
-                                  logger: logger)
+                                  handoff: handoff, logger: logger)
         let broadcasts: Broadcasts
         do {
             broadcasts = try Broadcasts(config: config, clients: clients)
@@ -104,7 +107,7 @@ public enum APNsServer {
         let broadcastWorker = BroadcastWorker(config: config, store: store, broadcasts: broadcasts,
                                               wakeup: broadcastWakeup, logger: logger)
         let pruner = LogPruner(config: config, store: store, metrics: metrics, logger: logger)
-        let router = makeRouter(config: config, store: store, metrics: metrics, wakeup: wakeup,
+        let router = makeRouter(config: config, store: store, metrics: metrics, wakeup: wakeup, handoff: handoff,
                                 broadcasts: broadcasts, broadcastWakeup: broadcastWakeup)
         let app = Application(
             router: router,
@@ -131,7 +134,7 @@ public enum APNsServer {
     }
 
     static func makeRouter(config: ServerConfig, store: any DeliveryStore, metrics: ServiceMetrics,
-                           wakeup: WorkerWakeup, broadcasts: Broadcasts,
+                           wakeup: WorkerWakeup, handoff: Handoff? = nil, broadcasts: Broadcasts,
                            broadcastWakeup: WorkerWakeup) -> Router<ServiceContext> {
         let router = Router(context: ServiceContext.self)
         router.add(middleware: ErrorMiddleware())
@@ -140,7 +143,8 @@ public enum APNsServer {
         OpsRoutes(store: store, metrics: metrics).register(on: router)
         UserRoutes(config: config, store: store, body: body, auth: auth).register(on: router)
         BackendRoutes(config: config, store: store, body: body, auth: auth,
-                      fanOut: FanOut(config: config, store: store, metrics: metrics), worker: wakeup).register(on: router)
+                      fanOut: FanOut(config: config, store: store, metrics: metrics, handoff: handoff),
+                      worker: wakeup).register(on: router)
         LiveActivityRoutes(config: config, store: store, body: body, auth: auth, worker: wakeup).register(on: router)
         ChannelRoutes(config: config, store: store, body: body, auth: auth, broadcasts: broadcasts,
                       worker: broadcastWakeup).register(on: router)

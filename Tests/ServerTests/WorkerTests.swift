@@ -216,6 +216,52 @@ import TestSupport
         print("kill -9: \(before.count) sent before the kill, \(pendingAfterCrash) pending after it, \(resent) resent")
     }
 
+    /// A fan-out is handed to a worker loop leased in the enqueue's own transaction.
+    /// SIGTERM mid-run gives back what the loop was handed and never sent: free in the
+    /// outbox at once, so the next process sends it without waiting for the lease
+    /// (here 10 minutes, far beyond the drain's deadline) to run out.
+    @Test func sigtermGivesBackWhatWasHandedOverAndNeverSent() async throws {
+        let production = try Harness.mock(sandbox: false) {
+            $0.latency = .milliseconds(200)
+            $0.maxStreams = 50
+            $0.recordCap = 10_000
+        }
+        defer { production.stop() }
+        var options = ServerProcess.Options()
+        options.leaseSeconds = 600
+        options.batchSize = 100
+        let server = ServerProcess(sandbox: nil, production: production, options: options)
+        let count = 3000
+        let tokens = Harness.tokens(count, seed: 33)
+        do {
+            let store = try server.store()
+            try await store.migrate()
+            for (i, token) in tokens.enumerated() {
+                try await store.register(DeviceRegistration(userID: "h\(i)", companyID: "handoff-co", token: token,
+                                                            platform: "ios", appType: "staff"), now: Int64(Date().timeIntervalSince1970 * 1000))
+            }
+        }
+        try await server.start()
+        let r = await server.backend("POST", "/v1/notifications",
+            #"{"type":"order_created","app_type":"staff","company_id":"handoff-co","alert":{"title":"t","body":"b"}}"#)
+        #expect(r.status == 202)
+        let id = try #require(r.json["notification_id"] as? String)
+        let end = Date().addingTimeInterval(60)
+        while production.recordedRequests().isEmpty && Date() < end { try await Task.sleep(for: .milliseconds(10)) }
+        let status = await server.stop(SIGTERM)
+        #expect(status == 0, "\(server.stderr)")
+        let sentBefore = Set(production.recordedRequests().compactMap(\.token)).count
+        let pending = try await server.store().outboxDepth()
+        #expect(sentBefore < count && pending == count - sentBefore, "\(sentBefore) sent, \(pending) pending")
+
+        try await server.start()
+        defer { Task { await server.stop() } }
+        try await server.drained(timeout: 180)
+        let log = await server.backend("GET", "/v1/notifications/\(id)?limit=10000").json
+        #expect(log["summary"] as? [String: Int] == ["pending": 0, "delivered": count, "failed": 0])
+        #expect(Set(production.recordedRequests().compactMap(\.token)) == Set(tokens))
+    }
+
     /// SIGTERM: the HTTP server stops, the worker finishes what it sent, the clients
     /// close; exit 0 and nothing in flight lost.
     @Test func sigtermDrains() async throws {
