@@ -141,7 +141,7 @@ final class OutboxWorker: Service, Sendable {
                 sink.claimed(batch.count)
                 notifications.removeAll()
                 // One engine batch per APNs client (app) in this batch, in claim order.
-                var sends: [ObjectIdentifier: (client: APNsClient, messages: [Message<Sent>])] = [:]
+                var sends: [ObjectIdentifier: Send] = [:]
                 for claimed in batch {
                     let type = notificationType(claimed)
                     // Deactivated (410, logout, moved to another user) since it was
@@ -162,10 +162,8 @@ final class OutboxWorker: Service, Sendable {
                         let notification = try notifications.notification(
                             for: Self.summarized(claimed, type: type, app: app), topic: app.topic)
                         let environment: Environment = claimed.delivery.environment == "sandbox" ? .sandbox : .production
-                        let message = Message(token: claimed.delivery.token, notification: notification,
-                                              environment: environment, apnsID: claimed.delivery.apnsID,
-                                              context: Sent(claimed: claimed, type: type))
-                        sends[ObjectIdentifier(client), default: (client, [])].messages.append(message)
+                        sends[ObjectIdentifier(client), default: Send(client: client)].add(
+                            claimed, type: type, notification: notification, environment: environment)
                     } catch {
                         // Checked at enqueue time: only a config change (topic) can get here.
                         sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
@@ -173,14 +171,14 @@ final class OutboxWorker: Service, Sendable {
                             timestamp: Clock.nowMillis, attempts: claimed.attempts + 1)))
                     }
                 }
-                for (client, messages) in sends.values {
+                for send in sends.values {
                     group.addTask {
                         // A message that saw no answer (endpoint unreachable) ends the
                         // rest of its batch unsent (status 0): all are released.
-                        for await r in client.send(messages) {
+                        for await r in send.client.send(send.messages) {
+                            let claimed = send.claimed[r.context]
                             if r.result.attempts > 0 { self.metrics.latency.record(r.result.latency) }
-                            sink.add(r.context.claimed, type: r.context.type,
-                                     Self.decide(r.result, r.context.claimed, now: Clock.nowMillis))
+                            sink.add(claimed, type: send.types[r.context], Self.decide(r.result, claimed, now: Clock.nowMillis))
                         }
                     }
                 }
@@ -204,11 +202,24 @@ final class OutboxWorker: Service, Sendable {
         }
     }
 
-    /// What a message carries back with its result.
-    struct Sent: Sendable {
-        var claimed: ClaimedDelivery
-        /// The notification's type, for the metrics' labels.
-        var type: String
+    /// One engine batch: its messages carry back their index in `claimed` (a plain
+    /// integer: the engine copies a message's context through its generic paths).
+    struct Send: Sendable {
+        let client: APNsClient
+        var messages: [Message<Int>] = []
+        var claimed: [ClaimedDelivery] = []
+        /// The notification's type of each, for the metrics' labels.
+        var types: [String] = []
+
+        init(client: APNsClient) { self.client = client }
+
+        mutating func add(_ delivery: ClaimedDelivery, type: String, notification: APNs.Notification,
+                          environment: Environment) {
+            messages.append(Message(token: delivery.delivery.token, notification: notification, environment: environment,
+                                    apnsID: delivery.delivery.apnsID, context: claimed.count))
+            claimed.append(delivery)
+            types.append(type)
+        }
     }
 
     /// A coalescing window's send that carries two or more: its alert body becomes the
