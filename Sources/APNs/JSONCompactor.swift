@@ -18,7 +18,8 @@ struct JSONCompactor {
 
     static let maxDepth = 64
 
-    private let input: [UInt8]
+    /// Read through a buffer pointer: array subscripts cost a bounds check a byte.
+    private let input: UnsafeBufferPointer<UInt8>
     private var i = 0
     private var depth = 0
     /// The compact text of `input[..<copied]`; empty until white space is first found.
@@ -28,19 +29,23 @@ struct JSONCompactor {
 
     /// Returns the compact bytes and whether the top-level value is an object.
     static func compact(_ bytes: [UInt8]) throws(Failure) -> (bytes: [UInt8], isObject: Bool) {
-        var c = JSONCompactor(input: bytes)
-        c.skipSpace()
-        guard c.i < bytes.count else { throw .empty }
-        let isObject = bytes[c.i] == UInt8(ascii: "{")
-        try c.value()
-        c.skipSpace()
-        guard c.i == bytes.count else { throw .syntax(offset: c.i, expected: "end of input") }
-        if c.copied == 0 { return (bytes, isObject) }
-        c.output.append(contentsOf: bytes[c.copied...])
-        return (c.output, isObject)
+        let (compacted, isObject) = try bytes.withUnsafeBufferPointer {
+            (input) throws(Failure) -> ([UInt8]?, Bool) in
+            var c = JSONCompactor(input: input)
+            c.skipSpace()
+            guard c.i < input.count else { throw .empty }
+            let isObject = input[c.i] == UInt8(ascii: "{")
+            try c.value()
+            c.skipSpace()
+            guard c.i == input.count else { throw .syntax(offset: c.i, expected: "end of input") }
+            if c.copied == 0 { return (nil, isObject) }
+            c.output.append(contentsOf: input[c.copied...])
+            return (c.output, isObject)
+        }
+        return (compacted ?? bytes, isObject)
     }
 
-    private init(input: [UInt8]) { self.input = input }
+    private init(input: UnsafeBufferPointer<UInt8>) { self.input = input }
 
     /// Passes over white space, and cuts the run out of the output when there was one.
     private mutating func skipSpace() {
