@@ -141,6 +141,11 @@ final class Lane: Sendable {
         var rng = RequestRandom()
         var busy = 0
         var installedGeneration = 0
+        /// The provider token as last read, and when to read it again: a JWT lives for
+        /// 50 minutes, so reading it (a clock, a lock) once a second is enough; an
+        /// ExpiredProviderToken answer clears it at once.
+        var token: ProviderToken.Current?
+        var tokenRecheck = ContinuousClock.Instant.now
         /// Shutdown began: nothing new starts; what is in flight finishes.
         var closed = false
         /// The C sender is (being) freed: no C call may be made.
@@ -370,12 +375,11 @@ final class Lane: Sendable {
         s.slots[slot].message = request.message
         s.slots[slot].owner = owner
         let base = arena + slot * Lane.slotStride
-        var n = 0
-        for byte in request.token.utf8 {
-            base[n] = CChar(bitPattern: byte)
-            n += 1
+        var token = request.token   // validated: at most CAPNS_TOKEN_MAX bytes, so it fits
+        token.withUTF8 { utf8 in
+            if let from = utf8.baseAddress { UnsafeMutableRawPointer(base).copyMemory(from: from, byteCount: utf8.count) }
+            base[utf8.count] = 0
         }
-        base[n] = 0
         let id = base + Lane.tokenStride
         if let given = request.apnsID {
             var k = 0
@@ -396,12 +400,19 @@ final class Lane: Sendable {
             for slot in run { finish(&s, slot, status: 0, reason: nil, error: APNsError.shutDown.description, &fx) }
             return
         }
+        let now = clock.now
         let current: ProviderToken.Current
-        do {
-            current = try providerToken.current()
-        } catch {
-            for slot in run { finish(&s, slot, status: 0, reason: nil, error: error.description, &fx) }
-            return
+        if let token = s.token, now < s.tokenRecheck {
+            current = token
+        } else {
+            do {
+                current = try providerToken.current()
+            } catch {
+                for slot in run { finish(&s, slot, status: 0, reason: nil, error: error.description, &fx) }
+                return
+            }
+            s.token = current
+            s.tokenRecheck = now + .seconds(1)
         }
         // Never an older token after a newer one: generations only go up here.
         if current.generation > s.installedGeneration {
@@ -416,7 +427,6 @@ final class Lane: Sendable {
             }
             return connection.submit(UnsafeBufferPointer(reqs), resend: resend)
         }
-        let now = clock.now
         for slot in run.prefix(taken) {
             s.slots[slot].attempts += 1
             s.slots[slot].generation = current.generation
@@ -504,6 +514,7 @@ final class Lane: Sendable {
         case .refreshTokenAndRetry:
             do {
                 _ = try providerToken.expired(generation: s.slots[slot].generation)
+                s.token = nil   // the retry's submit reads the new one
                 retry(&s, slot, after: .zero, now: now, c, status: status, again: &again, &fx)
             } catch {
                 finish(&s, slot, status: status, reason: reason, error: error.description, &fx)
@@ -546,14 +557,14 @@ final class Lane: Sendable {
     private func finish(_ s: inout State, _ slot: Int, status: Int, reason: Reason?, timestamp: Int64? = nil,
                         uniqueID: String? = nil, error: String? = nil, unreachable: Bool = false,
                         now: ContinuousClock.Instant? = nil, _ fx: inout Effects) {
-        let done = s.slots[slot]
+        var done = Slot()
+        swap(&done, &s.slots[slot])   // moved out, the slot left empty: no copy, no retain
         let latency = done.firstSent.map { (now ?? clock.now) - $0 } ?? .zero
         let result = DeliveryResult(token: done.token, apnsID: done.attempts > 0 ? apnsID(slot) : nil,
                                     uniqueID: uniqueID, status: status, reason: reason, timestamp: timestamp,
                                     attempts: done.attempts, latency: latency, error: error)
         if let owner = done.owner { fx.finals.append((owner, result, unreachable)) }
         capns_message_release(done.message)
-        s.slots[slot] = Slot()
         s.busy -= 1
         release(&s, slot, &fx)
     }
