@@ -297,7 +297,11 @@ final class Lane: Sendable {
     private func locked<R: Sendable>(_ body: (inout State) -> R) -> R {
         state.withLock { s in
             let result = body(&s)
-            lineLength.store(s.waiters.count, ordering: .relaxed)
+            // Written only when it changed: callers read it on every send, and a store
+            // per locked section would take their cache line away each time.
+            if lineLength.load(ordering: .relaxed) != s.waiters.count {
+                lineLength.store(s.waiters.count, ordering: .relaxed)
+            }
             return result
         }
     }
