@@ -2,6 +2,12 @@
 /// space between tokens, keeping everything else byte for byte: key order, number
 /// spelling and string escapes stay as the author wrote them, so the device gets
 /// what the user wrote, at its smallest.
+///
+/// White space only ever sits between tokens, and `skipSpace` is the one place it
+/// is passed over, so the compact text is the input minus the runs `skipSpace`
+/// skipped: those runs are cut out with a copy of the text between them. Text that
+/// is compact already (what a program writes, one payload per event) is returned
+/// as it came, with no copy at all.
 struct JSONCompactor {
     enum Failure: Error, Equatable {
         case empty
@@ -12,40 +18,54 @@ struct JSONCompactor {
 
     static let maxDepth = 64
 
-    private let input: [UInt8]
+    /// Read through a buffer pointer: array subscripts cost a bounds check a byte.
+    private let input: UnsafeBufferPointer<UInt8>
     private var i = 0
-    private var output: [UInt8] = []
     private var depth = 0
+    /// The compact text of `input[..<copied]`; empty until white space is first found.
+    private var output: [UInt8] = []
+    /// Where the input not yet in `output` starts: 0 while no white space was found.
+    private var copied = 0
 
     /// Returns the compact bytes and whether the top-level value is an object.
     static func compact(_ bytes: [UInt8]) throws(Failure) -> (bytes: [UInt8], isObject: Bool) {
-        var c = JSONCompactor(input: bytes)
-        c.output.reserveCapacity(bytes.count)
-        c.skipSpace()
-        guard c.i < bytes.count else { throw .empty }
-        let isObject = bytes[c.i] == UInt8(ascii: "{")
-        try c.value()
-        c.skipSpace()
-        guard c.i == bytes.count else { throw .syntax(offset: c.i, expected: "end of input") }
-        return (c.output, isObject)
+        let (compacted, isObject) = try bytes.withUnsafeBufferPointer {
+            (input) throws(Failure) -> ([UInt8]?, Bool) in
+            var c = JSONCompactor(input: input)
+            c.skipSpace()
+            guard c.i < input.count else { throw .empty }
+            let isObject = input[c.i] == UInt8(ascii: "{")
+            try c.value()
+            c.skipSpace()
+            guard c.i == input.count else { throw .syntax(offset: c.i, expected: "end of input") }
+            if c.copied == 0 { return (nil, isObject) }
+            c.output.append(contentsOf: input[c.copied...])
+            return (c.output, isObject)
+        }
+        return (compacted ?? bytes, isObject)
     }
 
-    private init(input: [UInt8]) { self.input = input }
+    private init(input: UnsafeBufferPointer<UInt8>) { self.input = input }
 
+    /// Passes over white space, and cuts the run out of the output when there was one.
     private mutating func skipSpace() {
-        while i < input.count {
+        let start = i
+        scan: while i < input.count {
             switch input[i] {
             case 0x20, 0x09, 0x0A, 0x0D: i += 1
-            default: return
+            default: break scan
             }
         }
+        guard i > start else { return }
+        if copied == 0 { output.reserveCapacity(input.count - (i - start)) }
+        output.append(contentsOf: input[copied..<start])
+        copied = i
     }
 
     private func peek() -> UInt8? { i < input.count ? input[i] : nil }
 
     private mutating func expect(_ c: UInt8, _ what: String) throws(Failure) {
         guard peek() == c else { throw .syntax(offset: i, expected: what) }
-        output.append(c)
         i += 1
     }
 
@@ -67,11 +87,9 @@ struct JSONCompactor {
     private mutating func container(close: UInt8, keyed: Bool) throws(Failure) {
         depth += 1
         guard depth <= JSONCompactor.maxDepth else { throw .tooDeep(limit: JSONCompactor.maxDepth) }
-        output.append(input[i])
         i += 1
         skipSpace()
         if peek() == close {
-            output.append(close)
             i += 1
             depth -= 1
             return
@@ -87,7 +105,6 @@ struct JSONCompactor {
             try value()
             skipSpace()
             if peek() == UInt8(ascii: ",") {
-                output.append(UInt8(ascii: ","))
                 i += 1
                 continue
             }
@@ -102,12 +119,10 @@ struct JSONCompactor {
         guard input.count - i >= bytes.count, input[i..<i + bytes.count].elementsEqual(bytes) else {
             throw .syntax(offset: i, expected: "\(word)")
         }
-        output.append(contentsOf: bytes)
         i += bytes.count
     }
 
     private mutating func number() throws(Failure) {
-        let start = i
         if peek() == UInt8(ascii: "-") { i += 1 }
         guard let first = peek(), isDigit(first) else { throw .syntax(offset: i, expected: "a digit") }
         i += 1
@@ -123,21 +138,18 @@ struct JSONCompactor {
             guard let d = peek(), isDigit(d) else { throw .syntax(offset: i, expected: "a digit") }
             digits()
         }
-        output.append(contentsOf: input[start..<i])
     }
 
     private func isDigit(_ c: UInt8) -> Bool { c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") }
     private mutating func digits() { while let c = peek(), isDigit(c) { i += 1 } }
 
     private mutating func string() throws(Failure) {
-        let start = i
         i += 1
         while true {
             guard let c = peek() else { throw .syntax(offset: i, expected: "'\"'") }
             switch c {
             case UInt8(ascii: "\""):
                 i += 1
-                output.append(contentsOf: input[start..<i])
                 return
             case UInt8(ascii: "\\"):
                 i += 1

@@ -31,6 +31,9 @@ final class Lane: Sendable {
     private let metrics: ClientMetrics
     private let clock = ContinuousClock()
     private let callerIDs = Atomic<Int>(0)
+    /// How many wait in line, as of the last locked section: read without the lock,
+    /// as a hint only (see `enter`).
+    private let lineLength = Atomic<Int>(0)
     private let state: Mutex<State>
     /// Per slot, the NUL-terminated token and apns-id a submitted request points at.
     /// Written only under the lock, for a slot that lock gives exclusive use of.
@@ -138,6 +141,11 @@ final class Lane: Sendable {
         var rng = RequestRandom()
         var busy = 0
         var installedGeneration = 0
+        /// The provider token as last read, and when to read it again: a JWT lives for
+        /// 50 minutes, so reading it (a clock, a lock) once a second is enough; an
+        /// ExpiredProviderToken answer clears it at once.
+        var token: ProviderToken.Current?
+        var tokenRecheck = ContinuousClock.Instant.now
         /// Shutdown began: nothing new starts; what is in flight finishes.
         var closed = false
         /// The C sender is (being) freed: no C call may be made.
@@ -192,10 +200,15 @@ final class Lane: Sendable {
 
     /// One caller's send before it has a slot: `request()` is called once, when a slot
     /// is handed over, or `abandon()` once instead, when it is never sent.
+    /// `requestAhead()` may be called first, outside the lock: a request made then is
+    /// used or released by the lane, and `request()` or `abandon()` is still called
+    /// once if it was not used.
     protocol Pending: AnyObject, Sendable {
         var token: String { get }
         func request() -> Request
         func abandon()
+        /// A fresh request when making one is cheap to undo (a release), else nil.
+        func requestAhead() -> Request?
     }
 
     /// A notification's C message is made only when a slot is handed over: a line of
@@ -214,6 +227,7 @@ final class Lane: Sendable {
 
         func request() -> Request { Request(token: token, message: notification.makeCMessage(), apnsID: nil) }
         func abandon() {}
+        func requestAhead() -> Request? { request() }
     }
 
     /// A request whose message was made ahead (a broadcast, for its path).
@@ -229,6 +243,8 @@ final class Lane: Sendable {
 
         func request() -> Request { Request(token: token, message: message, apnsID: nil) }
         func abandon() { capns_message_release(message) }
+        /// Its one message can be handed over only once.
+        func requestAhead() -> Request? { nil }
     }
 
     /// Sends one request made ahead (a broadcast) and waits for its final result.
@@ -253,27 +269,48 @@ final class Lane: Sendable {
     /// frame, kept to one so that 20,000 waiting callers stay small): it takes a slot
     /// and submits, or waits in line for one; `c` is resumed once with the final result.
     func enter(_ pending: any Pending, caller id: Int, _ c: CallerContinuation) {
+        // With nobody in line a slot is almost surely free: the C message (a malloc and
+        // a copy of the payload) is made before the lock is taken, which the sender
+        // thread needs to hand out results. In line, the message is made when a slot
+        // is handed over, so that a long line holds none; one made here in vain (the
+        // line formed meanwhile) is released.
+        var ahead = lineLength.load(ordering: .relaxed) == 0 ? pending.requestAhead() : nil
         var fx = Effects()
-        state.withLock { s in
+        locked { s in
             if s.closed || Task.isCancelled {
                 let why = s.closed ? APNsError.shutDown.description : "cancelled before it was sent"
                 fx.finals.append((.caller(c), notSent(pending, why), false))
             } else if let slot = s.take() {
-                fill(&s, slot: slot, pending.request(), owner: .caller(c), callerID: id)
-                submit(&s, [slot], resend: false, &fx)
+                fill(&s, slot: slot, ahead ?? pending.request(), owner: .caller(c), callerID: id)
+                ahead = nil
+                submit(&s, CollectionOfOne(slot), resend: false, &fx)
                 submitStarts(&s, &fx)
             } else {
                 s.waiters.append(.caller(id: id, pending, c))
             }
         }
+        if let unused = ahead { capns_message_release(unused.message) }
         fx.run(metrics)
+    }
+
+    /// Every locked section goes through here, so that `lineLength` follows the line.
+    private func locked<R: Sendable>(_ body: (inout State) -> R) -> R {
+        state.withLock { s in
+            let result = body(&s)
+            // Written only when it changed: callers read it on every send, and a store
+            // per locked section would take their cache line away each time.
+            if lineLength.load(ordering: .relaxed) != s.waiters.count {
+                lineLength.store(s.waiters.count, ordering: .relaxed)
+            }
+            return result
+        }
     }
 
     /// The caller's task was cancelled. Still in line: it leaves with a result of its
     /// own and is never sent. In flight: its answer still counts, but no resend.
     func cancel(caller id: Int) {
         var fx = Effects()
-        state.withLock { s in
+        locked { s in
             if case .caller(_, let pending, let c)? = s.waiters.removeFirst(where: {
                 if case .caller(id, _, _) = $0 { true } else { false }
             }) {
@@ -303,7 +340,7 @@ final class Lane: Sendable {
     /// the batch is woken once a slot frees.
     func start(_ requests: ArraySlice<Request>, for inbox: BatchInbox, ticket: (Int) -> Int) -> Started {
         var fx = Effects()
-        let result = state.withLock { s -> Started in
+        let result = locked { s -> Started in
             if s.closed { return .closed }
             var started: [Int] = []
             started.reserveCapacity(min(requests.count, s.free.count))
@@ -324,7 +361,7 @@ final class Lane: Sendable {
     /// The batch stopped: nothing of it is sent again; answers in flight still count.
     func cancel(_ inbox: BatchInbox) {
         var fx = Effects()
-        state.withLock { s in
+        locked { s in
             for slot in s.slots.indices {
                 if case .batch(let owner, _)? = s.slots[slot].owner, owner === inbox { s.slots[slot].cancelled = true }
             }
@@ -342,12 +379,11 @@ final class Lane: Sendable {
         s.slots[slot].message = request.message
         s.slots[slot].owner = owner
         let base = arena + slot * Lane.slotStride
-        var n = 0
-        for byte in request.token.utf8 {
-            base[n] = CChar(bitPattern: byte)
-            n += 1
+        var token = request.token   // validated: at most CAPNS_TOKEN_MAX bytes, so it fits
+        token.withUTF8 { utf8 in
+            if let from = utf8.baseAddress { UnsafeMutableRawPointer(base).copyMemory(from: from, byteCount: utf8.count) }
+            base[utf8.count] = 0
         }
-        base[n] = 0
         let id = base + Lane.tokenStride
         if let given = request.apnsID {
             var k = 0
@@ -362,18 +398,25 @@ final class Lane: Sendable {
     }
 
     /// Hands these slots' requests to the transport, or ends them when it is gone.
-    private func submit(_ s: inout State, _ run: [Int], resend: Bool, _ fx: inout Effects) {
+    private func submit(_ s: inout State, _ run: some Collection<Int>, resend: Bool, _ fx: inout Effects) {
         guard !run.isEmpty else { return }
         guard !s.destroyed else {
             for slot in run { finish(&s, slot, status: 0, reason: nil, error: APNsError.shutDown.description, &fx) }
             return
         }
+        let now = clock.now
         let current: ProviderToken.Current
-        do {
-            current = try providerToken.current()
-        } catch {
-            for slot in run { finish(&s, slot, status: 0, reason: nil, error: error.description, &fx) }
-            return
+        if let token = s.token, now < s.tokenRecheck {
+            current = token
+        } else {
+            do {
+                current = try providerToken.current()
+            } catch {
+                for slot in run { finish(&s, slot, status: 0, reason: nil, error: error.description, &fx) }
+                return
+            }
+            s.token = current
+            s.tokenRecheck = now + .seconds(1)
         }
         // Never an older token after a newer one: generations only go up here.
         if current.generation > s.installedGeneration {
@@ -388,7 +431,6 @@ final class Lane: Sendable {
             }
             return connection.submit(UnsafeBufferPointer(reqs), resend: resend)
         }
-        let now = clock.now
         for slot in run.prefix(taken) {
             s.slots[slot].attempts += 1
             s.slots[slot].generation = current.generation
@@ -417,7 +459,7 @@ final class Lane: Sendable {
 
     private func complete(_ batch: UnsafeBufferPointer<capns_completion>) {
         var fx = Effects()
-        state.withLock { s in
+        locked { s in
             let now = clock.now
             var resends: [Int] = [], again: [Int] = []
             for c in batch {
@@ -463,19 +505,20 @@ final class Lane: Sendable {
                           again: inout [Int], _ fx: inout Effects) {
         let status = Int(c.status)
         if status == 200 {
-            finish(&s, slot, status: 200, reason: nil, uniqueID: c.uniqueIDValue, &fx)
+            finish(&s, slot, status: 200, reason: nil, uniqueID: c.uniqueIDValue, now: now, &fx)
             return
         }
         let reason = c.reasonValue
         switch Disposition(status: status, reason: reason) {
         case .final:
             finish(&s, slot, status: status, reason: reason, timestamp: c.timestampValue,
-                   uniqueID: c.uniqueIDValue, &fx)
+                   uniqueID: c.uniqueIDValue, now: now, &fx)
         case .retryAfterBackoff:
             retry(&s, slot, after: backoff(&s, slot), now: now, c, status: status, again: &again, &fx)
         case .refreshTokenAndRetry:
             do {
                 _ = try providerToken.expired(generation: s.slots[slot].generation)
+                s.token = nil   // the retry's submit reads the new one
                 retry(&s, slot, after: .zero, now: now, c, status: status, again: &again, &fx)
             } catch {
                 finish(&s, slot, status: status, reason: reason, error: error.description, &fx)
@@ -493,7 +536,7 @@ final class Lane: Sendable {
               !slotState.cancelled
         else {
             finish(&s, slot, status: status, reason: last.reasonValue, timestamp: last.timestampValue,
-                   error: status == 0 ? last.errorValue : nil, &fx)
+                   error: status == 0 ? last.errorValue : nil, now: now, &fx)
             return
         }
         metrics.retries.increment()
@@ -517,15 +560,15 @@ final class Lane: Sendable {
     /// Ends a request: its result goes to its owner, its slot to the next waiter.
     private func finish(_ s: inout State, _ slot: Int, status: Int, reason: Reason?, timestamp: Int64? = nil,
                         uniqueID: String? = nil, error: String? = nil, unreachable: Bool = false,
-                        _ fx: inout Effects) {
-        let done = s.slots[slot]
-        let latency = done.firstSent.map { clock.now - $0 } ?? .zero
+                        now: ContinuousClock.Instant? = nil, _ fx: inout Effects) {
+        var done = Slot()
+        swap(&done, &s.slots[slot])   // moved out, the slot left empty: no copy, no retain
+        let latency = done.firstSent.map { (now ?? clock.now) - $0 } ?? .zero
         let result = DeliveryResult(token: done.token, apnsID: done.attempts > 0 ? apnsID(slot) : nil,
                                     uniqueID: uniqueID, status: status, reason: reason, timestamp: timestamp,
                                     attempts: done.attempts, latency: latency, error: error)
         if let owner = done.owner { fx.finals.append((owner, result, unreachable)) }
         capns_message_release(done.message)
-        s.slots[slot] = Slot()
         s.busy -= 1
         release(&s, slot, &fx)
     }
@@ -573,7 +616,7 @@ final class Lane: Sendable {
 
     private func fireRetries() {
         var fx = Effects()
-        state.withLock { s in
+        locked { s in
             s.timerDue = nil
             let now = clock.now
             let (due, waiting) = s.retries.partitioned { $0.due <= now }
@@ -590,7 +633,7 @@ final class Lane: Sendable {
     /// Nothing new starts; waiting callers end at once, waiting batches are woken to see it.
     func close() {
         var fx = Effects()
-        state.withLock { s in
+        locked { s in
             s.closed = true
             while let waiter = s.waiters.popFirst() {
                 switch waiter {

@@ -66,6 +66,11 @@ extension Notification {
 
 extension String {
     var trimmingSpaces: String {
+        // Nearly always there is nothing to trim (a topic per event, made by a program):
+        // an ASCII first and last byte that is neither white space nor a control
+        // character says so without breaking the text into characters.
+        if let first = utf8.first, let last = utf8.last,
+           (0x21..<0x7F).contains(first), (0x21..<0x7F).contains(last) { return self }
         var s = Substring(self)
         while s.first?.isWhitespace == true { s.removeFirst() }
         while s.last?.isWhitespace == true { s.removeLast() }

@@ -105,6 +105,19 @@ import Testing
         }
         #expect(throws: Notification.Error.missingTopic) { try Notification(topic: "  ", payload: small) }
     }
+
+    /// The topic is trimmed of surrounding white space (Unicode's, not only ASCII's);
+    /// one with none keeps its text.
+    @Test(arguments: [
+        ("com.example.app", "com.example.app"),
+        (" com.example.app\t", "com.example.app"),
+        ("\u{00A0}com.example.app\n", "com.example.app"),
+        ("com.example.app\u{2003}", "com.example.app"),
+        ("é.app", "é.app"),
+    ])
+    func topicIsTrimmedOfWhiteSpaceOnly(given: String, topic: String) throws {
+        #expect(try Notification(topic: given, payload: small).topic == topic)
+    }
 }
 
 @Suite struct RetryPolicyTests {

@@ -19,6 +19,19 @@ import Testing
             == #"{"z":1.50,"a":[1e3,-0,true,false,null],"s":"a \"b\" \u00e9 \n  tab\t","é":{}}"#)
     }
 
+    /// Only white space between tokens goes, wherever it is (ends included); text
+    /// without any comes back byte for byte, spaces inside strings kept.
+    @Test(arguments: [
+        (#"{"a":[1,"x y",{}],"b":"\" "}"#, #"{"a":[1,"x y",{}],"b":"\" "}"#),
+        (" \n{\"a\":1}\t ", #"{"a":1}"#),
+        ("{ }", "{}"),
+        ("{\"a\" :\r\n[ 1 ,2 ] ,\"b\":null}", #"{"a":[1,2],"b":null}"#),
+        ("{\"a\":1} ", #"{"a":1}"#),
+    ])
+    func compactionCutsOnlyWhiteSpaceBetweenTokens(text: String, compact: String) throws {
+        #expect(try Payload(json: text).bytes == Array(compact.utf8))
+    }
+
     @Test func everyFixturePayloadCompactsAndStaysUnderTheLimit() throws {
         let names = ["order_status_changed", "enquiry_received", "broadcast_mutable", "task_assignment",
                      "quote_approved", "quote_rejected", "ticket_reopened"]
