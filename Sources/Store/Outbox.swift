@@ -234,7 +234,7 @@ extension SQLiteStore {
                 values.append(o.reason.databaseValue)
                 values.append(o.timestamp.databaseValue)
                 values.append(o.attempts.databaseValue)
-            }, finalArguments: [finishedAt], rows: { row in deviceOf[row[0]] = row[1] })
+            }, finalArguments: [finishedAt], rows: { id, device in deviceOf[id] = device })
 
             var used: [Int64] = []
             for outcome in held {
