@@ -142,6 +142,24 @@ import TestSupport
 
 /// Crash and shutdown: the outbox is the truth.
 @Suite(.serialized) struct DurabilityTests {
+    /// Registers one user of `company` per token (through the store: thousands of HTTP
+    /// registrations would only slow the test), starts the server and sends one company
+    /// notification; its id, once answered 202 with a delivery per token.
+    static func startAndNotify(_ server: ServerProcess, company: String, tokens: [String]) async throws -> String {
+        let store = try server.store()
+        try await store.migrate()
+        for (i, token) in tokens.enumerated() {
+            try await store.register(DeviceRegistration(userID: "\(company)-\(i)", companyID: company, token: token,
+                                                        platform: "ios", appType: "staff"), now: Int64(Date().timeIntervalSince1970 * 1000))
+        }
+        try await server.start()
+        let r = await server.backend("POST", "/v1/notifications",
+            #"{"type":"order_created","app_type":"staff","company_id":"\#(company)","alert":{"title":"t","body":"b"}}"#)
+        #expect(r.status == 202)
+        #expect(r.body.contains(#""deliveries":\#(tokens.count),"#))
+        return try #require(r.json["notification_id"] as? String)
+    }
+
     /// 5,000 deliveries, kill -9 mid-run, restart with a short lease: every delivery
     /// ends in exactly one final entry, and every resend carried the apns-id the
     /// delivery had before the crash.
@@ -162,21 +180,7 @@ import TestSupport
         let server = ServerProcess(sandbox: nil, production: production, options: options)
         let count = 5000
         let tokens = Harness.tokens(count, seed: 31)
-        do {
-            // Seeded through the store: 5,000 HTTP registrations would only slow the test.
-            let store = try server.store()
-            try await store.migrate()
-            for (i, token) in tokens.enumerated() {
-                try await store.register(DeviceRegistration(userID: "k\(i)", companyID: "crash-co", token: token,
-                                                            platform: "ios", appType: "staff"), now: Int64(Date().timeIntervalSince1970 * 1000))
-            }
-        }
-        try await server.start()
-        let r = await server.backend("POST", "/v1/notifications",
-            #"{"type":"order_created","app_type":"staff","company_id":"crash-co","alert":{"title":"t","body":"b"}}"#)
-        #expect(r.status == 202)
-        #expect(r.body.contains(#""deliveries":5000,"#))
-        let id = try #require(r.json["notification_id"] as? String)
+        let id = try await Self.startAndNotify(server, company: "crash-co", tokens: tokens)
 
         // Kill once the mock has answered part of the run.
         let end = Date().addingTimeInterval(60)
@@ -233,19 +237,7 @@ import TestSupport
         let server = ServerProcess(sandbox: nil, production: production, options: options)
         let count = 3000
         let tokens = Harness.tokens(count, seed: 33)
-        do {
-            let store = try server.store()
-            try await store.migrate()
-            for (i, token) in tokens.enumerated() {
-                try await store.register(DeviceRegistration(userID: "h\(i)", companyID: "handoff-co", token: token,
-                                                            platform: "ios", appType: "staff"), now: Int64(Date().timeIntervalSince1970 * 1000))
-            }
-        }
-        try await server.start()
-        let r = await server.backend("POST", "/v1/notifications",
-            #"{"type":"order_created","app_type":"staff","company_id":"handoff-co","alert":{"title":"t","body":"b"}}"#)
-        #expect(r.status == 202)
-        let id = try #require(r.json["notification_id"] as? String)
+        let id = try await Self.startAndNotify(server, company: "handoff-co", tokens: tokens)
         let end = Date().addingTimeInterval(60)
         while production.recordedRequests().isEmpty && Date() < end { try await Task.sleep(for: .milliseconds(10)) }
         let status = await server.stop(SIGTERM)
