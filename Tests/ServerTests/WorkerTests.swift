@@ -140,6 +140,31 @@ import TestSupport
     }
 }
 
+extension WorkerTests {
+    /// A delivery whose answer takes longer than a lease keeps its lease: the worker
+    /// loop that holds it renews it, so its sibling loop (claiming expired leases)
+    /// never sends it a second time. Without renewals each would go out twice.
+    @Test func aDeliveryWaitingLongerThanALeaseIsSentOnce() async throws {
+        let production = try Harness.mock(sandbox: false) { $0.latency = .seconds(5) }
+        defer { production.stop() }
+        var options = ServerProcess.Options()
+        options.leaseSeconds = 2
+        let server = ServerProcess(sandbox: nil, production: production, options: options)
+        try await server.start()
+        defer { Task { await server.stop() } }
+        let tokens = Harness.tokens(20, seed: 41)
+        for (i, token) in tokens.enumerated() { await BackendAPITests.register(server, user: "slow-\(i)", token: token) }
+        let id = try await Self.notify(server, users: tokens.indices.map { "slow-\($0)" })
+        try await server.drained(timeout: 60)
+        let deliveries = await Self.deliveries(server, id)
+        for token in tokens {
+            #expect(production.attempts(for: token) == 1, "sent once")
+            #expect(deliveries[token]?["state"] as? String == "delivered")
+            #expect(deliveries[token]?["attempts"] as? Int == 1)
+        }
+    }
+}
+
 /// Crash and shutdown: the outbox is the truth.
 @Suite(.serialized) struct DurabilityTests {
     /// Registers one user of `company` per token (through the store: thousands of HTTP
