@@ -9,7 +9,7 @@ import GRDB
 /// steps are one `BEGIN IMMEDIATE` transaction: the second process waits for the
 /// first, then finds nothing to do.
 enum Migrations {
-    static let steps: [String] = [v1, v2, v3, v4, v5, v6]
+    static let steps: [String] = [v1, v2, v3, v4, v5, v6, v7]
 
     static func apply(_ db: Database) throws {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
@@ -294,6 +294,16 @@ enum Migrations {
         DROP INDEX outbox_by_age;
         CREATE INDEX outbox_free ON outbox (available_at, delivery_id) WHERE claimed_by IS NULL;
         CREATE INDEX outbox_leased ON outbox (lease_until) WHERE claimed_by IS NOT NULL;
+        """
+
+    /// A company's fan-out reads its devices a user at a time, newest first
+    /// (`companyDevicesSQL`). The index now holds them in that order: SQLite had
+    /// walked every active device of every company by user to avoid the sort, then
+    /// sorted each user's rows (a 100k-device company: a fifth of the read).
+    static let v7 = """
+        DROP INDEX devices_by_company;
+        CREATE INDEX devices_by_company ON devices (company_id, app_type, user_id, registered_at DESC, id DESC)
+            WHERE is_active = 1;
         """
 }
 

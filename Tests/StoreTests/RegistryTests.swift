@@ -143,7 +143,11 @@ import TestSupport
             try await register(store, "u6", 6, app: "customer", company: "c1")
             try await register(store, "u7", 7, company: "c1")
             _ = try await store.unregister(userID: "u7", token: token(7), now: 5)
+            let u8a = try await register(store, "u8", 8, company: "c1", now: 1)
+            let u8b = try await register(store, "u8", 9, company: "c1", now: 2)
             try await store.updatePreferences(userID: "u3", appType: "staff", ["newEnquiry": false], now: 1)
+            try await store.updatePreferences(userID: "u8", appType: "staff", ["newEnquiry": false, "quote": true], now: 1)
+            try await store.updatePreferences(userID: "u1", appType: "customer", ["newEnquiry": false], now: 1)
 
             let recipients = try await store.recipients(appType: "staff", audience: .company("c1"))
             #expect(recipients == [
@@ -151,8 +155,23 @@ import TestSupport
                 Recipient(userID: "u3", preferences: ["newEnquiry": false],
                           devices: [.init(id: u3, token: token(3), environment: "production")]),
                 Recipient(userID: "u4", preferences: [:], devices: []),
+                // Two devices: the preferences once, the newest registration first.
+                Recipient(userID: "u8", preferences: ["newEnquiry": false, "quote": true],
+                          devices: [.init(id: u8b, token: token(9), environment: "production"),
+                                    .init(id: u8a, token: token(8), environment: "production")]),
             ])
             #expect(try await store.recipients(appType: "staff", audience: .company("none")) == [])
         }
+    }
+
+    /// On SQLite, a company's devices come out of `devices_by_company` in the order the
+    /// fan-out reads them: no walk of every company's devices, no sort.
+    @Test func aCompanysDevicesAreReadInIndexOrder() async throws {
+        let scratch = Scratch()
+        defer { withExtendedLifetime(scratch) {} }
+        let store = try await makeStore(scratch)
+        let plan = try await store.queryPlan(SQLiteStore.companyDevicesSQL, arguments: ["c1", "staff"])
+        #expect(plan.contains { $0.contains("devices_by_company") }, "\(plan)")
+        #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
     }
 }
