@@ -9,8 +9,11 @@ extension SQLiteStore {
                                              arguments: [id])
             else { return nil }
             var counts: [String: Int] = [:]
-            for r in try Row.fetchAll(db, sql: "SELECT state, count(*) AS n FROM deliveries WHERE notification_id = ? GROUP BY state",
-                                      arguments: [id]) {
+            for r in try Row.fetchAll(db, sql: """
+                SELECT coalesce(r.state, d.state) AS state, count(*) AS n
+                FROM deliveries d LEFT JOIN results r ON r.delivery_id = d.id
+                WHERE d.notification_id = ? GROUP BY 1
+                """, arguments: [id]) {
                 counts[r["state"]] = r["n"]
             }
             // One more than asked tells whether there is a next page.
@@ -44,13 +47,18 @@ extension SQLiteStore {
 }
 
 extension DeliveryView {
-    /// Everything but the payload, which the log does not show.
+    /// Everything but the payload, which the log does not show. A delivery's answer
+    /// is its `results` row when it has one (see `Migrations.v8`).
     static let columns = """
-        d.notification_id, d.user_id, d.token, d.environment, d.state, d.apns_id, d.status, d.reason,
-        d.apns_timestamp, d.attempts, d.finished_at, d.not_before, d.batched, c.apns_id AS carried_by
+        d.notification_id, d.user_id, d.token, d.environment, coalesce(r.state, d.state) AS state, d.apns_id,
+        coalesce(r.status, d.status) AS status, coalesce(r.reason, d.reason) AS reason,
+        coalesce(r.apns_timestamp, d.apns_timestamp) AS apns_timestamp, coalesce(r.attempts, d.attempts) AS attempts,
+        coalesce(r.finished_at, d.finished_at) AS finished_at, d.not_before, d.batched, c.apns_id AS carried_by
         """
     /// A member names its carrier by apns-id (the one the backend knows).
-    static let tables = "deliveries d LEFT JOIN deliveries c ON c.id = d.carried_by"
+    static let tables = """
+        deliveries d LEFT JOIN results r ON r.delivery_id = d.id LEFT JOIN deliveries c ON c.id = d.carried_by
+        """
 
     init(row: Row) {
         self.init(notificationID: row["notification_id"], userID: row["user_id"], token: row["token"],

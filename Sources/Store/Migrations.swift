@@ -9,7 +9,7 @@ import GRDB
 /// steps are one `BEGIN IMMEDIATE` transaction: the second process waits for the
 /// first, then finds nothing to do.
 enum Migrations {
-    static let steps: [String] = [v1, v2, v3, v4, v5, v6, v7]
+    static let steps: [String] = [v1, v2, v3, v4, v5, v6, v7, v8]
 
     static func apply(_ db: Database) throws {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
@@ -304,6 +304,26 @@ enum Migrations {
         DROP INDEX devices_by_company;
         CREATE INDEX devices_by_company ON devices (company_id, app_type, user_id, registered_at DESC, id DESC)
             WHERE is_active = 1;
+        """
+
+    /// A delivery's final answer from APNs goes into a narrow table of its own instead
+    /// of being written over its wide log row: a 100k fan-out's finishes were 0.4 s
+    /// of the single writer's CPU rewriting those rows in place, where inserting the
+    /// answers (in delivery order, at the table's end) costs a fifth of that. The log
+    /// reads a delivery as its row with its result, if any (`DeliveryView`); older
+    /// rows, and deliveries made final by a hold (batched, superseded), keep their
+    /// state in `deliveries`. No foreign key: a result is only ever written for a
+    /// delivery that has just left the outbox, and the check was a look-up per row.
+    static let v8 = """
+        CREATE TABLE results (
+            delivery_id    INTEGER PRIMARY KEY,
+            state          TEXT    NOT NULL CHECK (state IN ('delivered', 'failed')),
+            status         INTEGER NOT NULL,
+            reason         TEXT,
+            apns_timestamp INTEGER,
+            attempts       INTEGER NOT NULL,
+            finished_at    INTEGER NOT NULL
+        );
         """
 }
 

@@ -198,12 +198,13 @@ extension SQLiteStore {
                        now: Int64) async throws(StoreError) -> Int {
         guard !outcomes.isEmpty else { return 0 }
         return try await write("finish deliveries") { db in
-            // Set-based: one DELETE of the batch from the outbox, one UPDATE of the log
-            // per 256 outcomes, one UPDATE of the delivered devices; statements per
-            // outcome only for the rare token changes.
+            // Set-based: one DELETE of the batch from the outbox, one INSERT into
+            // `results` per 256 outcomes, one UPDATE of the delivered devices;
+            // statements per outcome only for the rare token changes.
             //
             // Leaving the outbox is the proof of holding it: a second finish, or one
-            // from a worker whose row another has claimed, deletes nothing.
+            // from a worker whose row another has claimed, deletes nothing. (A delivery
+            // made final by a hold, batched or superseded, has left the outbox too.)
             var left = Set<Int64>(minimumCapacity: outcomes.count)
             let leave = try db.cachedStatement(sql: """
                 DELETE FROM outbox WHERE claimed_by = ? AND delivery_id IN (SELECT value FROM json_each(?))
@@ -216,15 +217,13 @@ extension SQLiteStore {
 
             let finishedAt = now.databaseValue
             let delivered = "delivered".databaseValue, failed = "failed".databaseValue
-            var deviceOf: [Int64: Int64] = [:]
-            deviceOf.reserveCapacity(held.count)
+            var recorded = Set<Int64>(minimumCapacity: held.count)
             try db.executeChunked(count: held.count, maxRows: 256, sql: { rows in
                 """
-                WITH f (id, state, status, reason, apns_timestamp, attempts) AS (VALUES \(placeholders(rows: rows, columns: 6)))
-                UPDATE deliveries SET state = f.state, status = f.status, reason = f.reason,
-                                      apns_timestamp = f.apns_timestamp, attempts = f.attempts, finished_at = ?
-                FROM f WHERE deliveries.id = f.id AND deliveries.state = 'pending'
-                RETURNING id, device_id
+                INSERT INTO results (delivery_id, state, status, reason, apns_timestamp, attempts, finished_at)
+                VALUES \(placeholders(rows: rows, columns: 7))
+                ON CONFLICT (delivery_id) DO NOTHING
+                RETURNING delivery_id, delivery_id
                 """
             }, bind: { i, values in
                 let o = held[i]
@@ -234,22 +233,23 @@ extension SQLiteStore {
                 values.append(o.reason.databaseValue)
                 values.append(o.timestamp.databaseValue)
                 values.append(o.attempts.databaseValue)
-            }, finalArguments: [finishedAt], rows: { id, device in deviceOf[id] = device })
+                values.append(finishedAt)
+            }, rows: { id, _ in recorded.insert(id) })
 
-            var used: [Int64] = []
-            for outcome in held {
-                guard let deviceID = deviceOf[outcome.deliveryID] else { continue }
-                if outcome.delivered { used.append(deviceID) }
-                if let change = outcome.tokenChange {
-                    try Self.apply(change, to: deviceID, now: now, db)
-                }
-            }
+            let used = held.filter { $0.delivered && recorded.contains($0.deliveryID) }.map(\.deliveryID)
             if !used.isEmpty {
                 try db.cachedStatement(sql: """
-                    UPDATE devices SET last_used_at = ? WHERE id IN (SELECT value FROM json_each(?))
+                    UPDATE devices SET last_used_at = ?
+                    WHERE id IN (SELECT device_id FROM deliveries WHERE id IN (SELECT value FROM json_each(?)))
                     """).execute(arguments: [now, jsonArray(used)])
             }
-            return outcomes.count - deviceOf.count
+            let deviceOf = try db.cachedStatement(sql: "SELECT device_id FROM deliveries WHERE id = ?")
+            for outcome in held {
+                guard let change = outcome.tokenChange, recorded.contains(outcome.deliveryID),
+                      let deviceID = try Int64.fetchOne(deviceOf, arguments: [outcome.deliveryID]) else { continue }
+                try Self.apply(change, to: deviceID, now: now, db)
+            }
+            return outcomes.count - recorded.count
         }
     }
 

@@ -29,7 +29,9 @@ extension SQLiteStore {
             let ids = try String.fetchAll(db, sql: """
                 SELECT n.id FROM notifications n
                 WHERE n.created_at < ?
-                  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id AND d.state = 'pending')
+                  AND NOT EXISTS (SELECT 1 FROM deliveries d
+                                  WHERE d.notification_id = n.id AND d.state = 'pending'
+                                    AND NOT EXISTS (SELECT 1 FROM results r WHERE r.delivery_id = d.id))
                 ORDER BY n.created_at LIMIT ?
                 """, arguments: [cutoff, limit])
             var result = PruneResult()
@@ -44,6 +46,7 @@ extension SQLiteStore {
                     WHERE carried_by IN (\(doomed)) AND notification_id NOT IN (SELECT id FROM temp.pruned)
                     """)
                 try db.execute(sql: "DELETE FROM holds WHERE delivery_id IN (\(doomed))")
+                try db.execute(sql: "DELETE FROM results WHERE delivery_id IN (\(doomed))")
                 try db.execute(sql: "DELETE FROM deliveries WHERE notification_id IN (SELECT id FROM temp.pruned)")
                 result.deliveries = db.changesCount
                 try db.execute(sql: "DELETE FROM payloads WHERE notification_id IN (SELECT id FROM temp.pruned)")

@@ -125,6 +125,19 @@ import TestSupport
         #expect(claimed.first?.delivery.payload == Array("{}".utf8))
         #expect(try await store.scalar("SELECT count(*) FROM pragma_foreign_key_check") == 0)
 
+        // An answer from before v8 lives in its log row, one from after in `results`:
+        // the log reads both alike.
+        #expect(try await store.finish(worker: "w", [delivered(2, status: 410, at: 6, attempts: 1)], now: 7) == 0)
+        #expect(try await store.scalar("SELECT count(*) FROM results") == 1)
+        let log = try #require(try await store.notification(id: "n"))
+        #expect(log.counts == ["delivered": 1, "failed": 1])
+        #expect(log.deliveries.map(\.state) == ["delivered", "failed"])
+        #expect(log.deliveries.map(\.status) == [200, 410])
+        #expect(log.deliveries.map(\.finishedAt) == [2, 7])
+        let waiting = try #require(try await store.delivery(apnsID: "waiting"))
+        #expect(waiting.reason == "Unregistered" && waiting.timestamp == 6 && waiting.attempts == 1)
+        #expect(try await store.finish(worker: "w", [delivered(2)], now: 8) == 1, "final once")
+
         // Text preferences now sit beside toggles.
         try await store.updatePreferences(userID: "u", appType: "staff", ["timeZone": "Europe/London", "newEnquiry": true], now: 9)
         #expect(try await store.preferences(userID: "u", appType: "staff") == ["timeZone": "Europe/London", "newEnquiry": true])

@@ -36,6 +36,9 @@ import TestSupport
             let rest = claimed.filter { $0.delivery.apnsID == "stuck-1" }.map { delivered($0.id) }
             #expect(try await store.finish(worker: "w", rest, now: 61_000) == 0)
             #expect(try await store.pruneLog(before: 10_000, limit: 10) == PruneResult(notifications: 1, deliveries: 2))
+            if kind == .sqlite {
+                #expect(try await store.scalar("SELECT count(*) FROM results") == 1, "only new's answer is left")
+            }
         }
     }
 

@@ -24,7 +24,7 @@ extension PostgresStore {
             var ids: [Int64] = []
             var deliveries: [DeliveryView] = []
             for r in try await db.rows("""
-                SELECT d.id, \(unescaped: DeliveryView.postgresColumns) FROM \(unescaped: DeliveryView.tables)
+                SELECT d.id, \(unescaped: DeliveryView.postgresColumns) FROM \(unescaped: DeliveryView.postgresTables)
                 WHERE d.notification_id = \(id) AND d.id > \(after ?? 0) ORDER BY d.id LIMIT \(take)::bigint
                 """) {
                 ids.append(try r.get(0, Int64.self))
@@ -43,7 +43,7 @@ extension PostgresStore {
     public func delivery(apnsID: String) async throws(StoreError) -> DeliveryView? {
         let doing = "read delivery \(apnsID)"
         let found = try await rows(doing, """
-            SELECT \(unescaped: DeliveryView.postgresColumns) FROM \(unescaped: DeliveryView.tables)
+            SELECT \(unescaped: DeliveryView.postgresColumns) FROM \(unescaped: DeliveryView.postgresTables)
             WHERE d.apns_id = \(apnsID)
             """)
         do {
@@ -56,11 +56,14 @@ extension PostgresStore {
 
 extension DeliveryView {
     /// Everything but the payload, which the log does not show; a member names its
-    /// carrier by apns-id (`tables` joins it).
+    /// carrier by apns-id (`postgresTables` joins it).
     static let postgresColumns = """
         d.notification_id, d.user_id, d.token, d.environment, d.state, d.apns_id, d.status, d.reason,
         d.apns_timestamp, d.attempts, d.finished_at, d.not_before, d.batched, c.apns_id
         """
+
+    /// A member's carrier, by id. (PostgreSQL's log keeps each answer in its row.)
+    static let postgresTables = "deliveries d LEFT JOIN deliveries c ON c.id = d.carried_by"
 
     /// `postgresColumns` from column `first` on.
     init(postgres row: PostgresRandomAccessRow, from first: Int = 0) throws {
