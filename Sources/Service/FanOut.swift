@@ -218,8 +218,36 @@ struct FanOut: Sendable {
     /// once when the window closes (or when quiet hours end, if later).
     func run(_ request: Request) async throws -> Result {
         let now = Clock.nowMillis
+        let notification = NewNotification(id: UUID().uuidString.lowercased(), type: request.type,
+                                           entityType: request.entityType, entityID: request.entityID,
+                                           appType: request.app.appType)
+        let lessee = handoff?.lessee()
+        let lease = lessee.map { OutboxLease(worker: $0, millis: Int64(config.worker.leaseSeconds) * 1000) }
+        let (claimed, skipped) = try await store.fanOut(
+            notification, appType: request.app.appType, audience: request.audience, now: now, lease: lease
+        ) { recipients in Self.deliveries(request, to: recipients, now: now) }
+        if let handoff, let lessee, !handoff.deliver(claimed, to: lessee) {
+            // That loop stopped meanwhile (shutting down): the outbox has them, free
+            // for the next process at once. Should this fail, the lease runs out.
+            try? await store.unclaim(worker: lessee, deliveryIDs: claimed.map(\.id))
+        }
+        metrics.notification(app: request.app.appType, deliveries: skipped.deliveries)
+        return Result(notificationID: notification.id, deliveries: skipped.deliveries,
+                      skippedPreferences: skipped.preferences, skippedNoDevices: skipped.noDevices)
+    }
+
+    /// How many deliveries a fan-out made, and how many users it skipped and why.
+    struct Counts: Sendable {
+        var deliveries = 0
+        var preferences = 0
+        var noDevices = 0
+    }
+
+    /// The deliveries for `recipients`, as the store read them (in the enqueue's
+    /// transaction, on SQLite): no awaits in here.
+    static func deliveries(_ request: Request, to recipients: [Recipient],
+                           now: Int64) -> (deliveries: [NewDelivery], plan: Counts) {
         let coalesce = request.app.types[request.type]?.coalesce
-        let recipients = try await store.recipients(appType: request.app.appType, audience: request.audience)
         // In the request's order: named users as named (one the store does not know
         // has no devices), a company's as the store lists them (a 100k-user company
         // needs no look-up by id).
@@ -235,16 +263,16 @@ struct FanOut: Sendable {
         var deliveries: [NewDelivery] = []
         deliveries.reserveCapacity(recipients.reduce(0) { $0 + $1.devices.count })
         var ids = APNsIDs()
-        var skippedPreferences = 0, skippedNoDevices = 0
+        var counts = Counts()
         var payloads: [PayloadVariant: [UInt8]] = [:]
         for (userID, recipient) in ordered {
             // No device first: such a user could not be reached whatever they chose.
             guard let recipient, !recipient.devices.isEmpty else {
-                skippedNoDevices += 1
+                counts.noDevices += 1
                 continue
             }
             guard request.app.allows(request.type, preferences: recipient.preferences) else {
-                skippedPreferences += 1
+                counts.preferences += 1
                 continue
             }
             var silent = false
@@ -284,20 +312,8 @@ struct FanOut: Sendable {
                 deliveries.append(delivery)
             }
         }
-        let notification = NewNotification(id: UUID().uuidString.lowercased(), type: request.type,
-                                           entityType: request.entityType, entityID: request.entityID,
-                                           appType: request.app.appType)
-        let lessee = handoff?.lessee()
-        let lease = lessee.map { OutboxLease(worker: $0, millis: Int64(config.worker.leaseSeconds) * 1000) }
-        let claimed = try await store.enqueue(notification, deliveries, now: now, lease: lease)
-        if let handoff, let lessee, !handoff.deliver(claimed, to: lessee) {
-            // That loop stopped meanwhile (shutting down): the outbox has them, free
-            // for the next process at once. Should this fail, the lease runs out.
-            try? await store.unclaim(worker: lessee, deliveryIDs: claimed.map(\.id))
-        }
-        metrics.notification(app: request.app.appType, deliveries: deliveries.count)
-        return Result(notificationID: notification.id, deliveries: deliveries.count,
-                      skippedPreferences: skippedPreferences, skippedNoDevices: skippedNoDevices)
+        counts.deliveries = deliveries.count
+        return (deliveries, counts)
     }
 }
 

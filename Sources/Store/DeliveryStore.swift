@@ -51,6 +51,15 @@ public protocol DeliveryStore: Sendable {
     func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery], now: Int64,
                  lease: OutboxLease?) async throws(StoreError) -> [ClaimedDelivery]
 
+    /// A fan-out: `audience`'s recipients (as `recipients` reads them), the deliveries
+    /// `plan` makes of them (with whatever else the caller counts, returned as is),
+    /// enqueued as `enqueue(_:_:now:lease:)` does. A store may read the recipients in
+    /// the enqueue's own transaction; the default reads them first.
+    func fanOut<Plan: Sendable>(
+        _ notification: NewNotification, appType: String, audience: Audience, now: Int64, lease: OutboxLease?,
+        plan: @escaping @Sendable ([Recipient]) -> (deliveries: [NewDelivery], plan: Plan)
+    ) async throws(StoreError) -> (claimed: [ClaimedDelivery], plan: Plan)
+
     /// Claims up to `limit` due pending deliveries (`notBefore` passed) whose lease is
     /// free or expired, for `worker`, until `now + leaseMillis`, oldest first. A delivery is never held by two
     /// workers at once. Each says whether its device is still what it was at enqueue
@@ -330,6 +339,14 @@ public struct OutboxLease: Sendable, Hashable {
 }
 
 extension DeliveryStore {
+    public func fanOut<Plan: Sendable>(
+        _ notification: NewNotification, appType: String, audience: Audience, now: Int64, lease: OutboxLease?,
+        plan: @escaping @Sendable ([Recipient]) -> (deliveries: [NewDelivery], plan: Plan)
+    ) async throws(StoreError) -> (claimed: [ClaimedDelivery], plan: Plan) {
+        let planned = plan(try await recipients(appType: appType, audience: audience))
+        return (try await enqueue(notification, planned.deliveries, now: now, lease: lease), planned.plan)
+    }
+
     /// Enqueues for any worker's claim.
     public func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery],
                         now: Int64) async throws(StoreError) {
@@ -338,6 +355,23 @@ extension DeliveryStore {
 }
 
 extension ClaimedDelivery {
+    /// The deliveries a fan-out just wrote and leased, from the recipients it read in
+    /// the same transaction (every device as read, so active): `written` are the
+    /// rows' (id, device id), as the insert returned them. Nil unless they came back
+    /// in insertion order, as SQLite returns them in practice (without promising it):
+    /// then each is its delivery's device, and the ids increase (SQLite gives a new
+    /// row the largest id plus one).
+    static func enqueued(_ notification: NewNotification, _ deliveries: [NewDelivery],
+                         written: [(id: Int64, deviceID: Int64)]) -> [ClaimedDelivery]? {
+        guard written.count == deliveries.count,
+              zip(written, deliveries).allSatisfy({ $0.deviceID == $1.deviceID }),
+              zip(written, written.dropFirst()).allSatisfy({ $0.id < $1.id }) else { return nil }
+        return zip(written, deliveries).map { row, delivery in
+            ClaimedDelivery(id: row.id, notificationID: notification.id, appType: notification.appType,
+                            delivery: delivery, attempts: 0, crossEnvironmentTried: false, deviceActive: true)
+        }
+    }
+
     /// The deliveries an enqueue just wrote and leased, as a claim would return them:
     /// `rows` are each written row's (id, apns-id, device still active), read back in
     /// the enqueue's transaction. Rows come back in insertion order in practice; the

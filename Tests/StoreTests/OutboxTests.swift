@@ -102,6 +102,40 @@ import TestSupport
         }
     }
 
+    /// A fan-out plans its deliveries from the recipients as the store reads them
+    /// (on SQLite, in the enqueue's own transaction), enqueues and leases them, and
+    /// hands back what the plan counted. The ids it returns are the rows' own.
+    @Test(arguments: StoreKind.allCases)
+    func aFanOutLeasesWhatItPlannedFromTheRecipientsItRead(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            var devices: [Int64] = []
+            for n in 1...600 { devices.append(try await register(store, "u\(1000 + n)", n, company: "c")) }
+            try await register(store, "u1001", 601, platform: "android", company: "c")
+            let notification = NewNotification(id: "f", type: "t", entityType: nil, entityID: nil, appType: "staff")
+            let (claimed, users) = try await store.fanOut(
+                notification, appType: "staff", audience: .company("c"), now: 10, lease: OutboxLease(worker: "w", millis: 1_000)
+            ) { recipients in
+                let deliveries = recipients.flatMap { r in
+                    r.devices.map { d in
+                        NewDelivery(userID: r.userID, deviceID: d.id, token: d.token, environment: d.environment,
+                                    apnsID: "f-\(d.id)", payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
+                    }
+                }
+                return (deliveries, recipients.count)
+            }
+            #expect(users == 600)
+            #expect(claimed.count == 600, "more than one chunk of the insert")
+            #expect(claimed.map(\.delivery.deviceID) == devices)
+            #expect(claimed.allSatisfy { $0.deviceActive && $0.notificationID == "f" && $0.attempts == 0 })
+            for c in claimed.prefix(5) + claimed.suffix(5) {
+                #expect(try await store.scalar("SELECT id FROM deliveries WHERE apns_id = '\(c.delivery.apnsID)'") == c.id)
+            }
+            #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by = 'w' AND lease_until = 1010") == 600)
+            #expect(try await store.finish(worker: "w", claimed.map { delivered($0.id) }, now: 20) == 0)
+            #expect(try await store.notification(id: "f")?.counts == ["delivered": 600])
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func anEnqueueWithHeldDeliveriesLeasesNone(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
