@@ -136,6 +136,30 @@ import TestSupport
         }
     }
 
+    /// Texts bound in bulk (the enqueue's and the finish's multi-row statements) come
+    /// back byte for byte: multi-byte characters, and an empty text as empty, not NULL.
+    @Test(arguments: StoreKind.allCases)
+    func bulkWrittenTextsRoundTrip(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let users = ["ünïçødé-👩‍🔧", "", "plain"]
+            let deliveries = users.enumerated().map { i, user in
+                NewDelivery(userID: user, deviceID: Int64(i + 1), token: token(i + 1), environment: "production",
+                            apnsID: "t-\(i)", payload: Array(#"{"aps":{}}"#.utf8))
+            }
+            let claimed = try await store.enqueue(
+                NewNotification(id: "t", type: "t", entityType: nil, entityID: nil, appType: "staff"), deliveries,
+                now: 1, lease: OutboxLease(worker: "w", millis: 1_000))
+            let reasons = ["Ünregistered ✓", "", "BadDeviceToken"]
+            let outcomes = zip(claimed, reasons).map { c, reason in
+                DeliveryOutcome(deliveryID: c.id, delivered: false, status: 400, reason: reason, timestamp: 2, attempts: 1)
+            }
+            #expect(try await store.finish(worker: "w", outcomes, now: 3) == 0)
+            let log = try #require(try await store.notification(id: "t"))
+            #expect(log.deliveries.map(\.userID) == users)
+            #expect(log.deliveries.map(\.reason) == reasons)
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func anEnqueueWithHeldDeliveriesLeasesNone(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
