@@ -80,6 +80,7 @@ public final class APNsClient: Sendable {
     /// Sends each message (its own token, payload, headers and environment) and
     /// streams one result per message, with the message's context, in completion
     /// order. Messages are read only as results are consumed.
+    @_specialize(where Messages == [Message<Int>], Context == Int)   // see Batch.init
     public func send<Messages: Sequence, Context>(_ messages: Messages) -> MessageResults<Context>
     where Messages.Element == Message<Context> {
         MessageResults { [self] in
