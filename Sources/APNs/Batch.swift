@@ -29,7 +29,8 @@ final class BatchInbox: Sendable {
 
     func push(_ items: [Item]) {
         let waiter = state.withLock { s in
-            s.items.append(contentsOf: items)
+            // Mostly the consumer took everything: the array is kept, not copied item by item.
+            if s.items.isEmpty { s.items = items } else { s.items.append(contentsOf: items) }
             return s.takeWaiter()
         }
         waiter?.resume()
