@@ -80,12 +80,14 @@ public final class APNsClient: Sendable {
     /// Sends each message (its own token, payload, headers and environment) and
     /// streams one result per message, with the message's context, in completion
     /// order. Messages are read only as results are consumed.
+    @_specialize(where Messages == [Message<Int>], Context == Int)   // see Batch.init
     public func send<Messages: Sequence, Context>(_ messages: Messages) -> MessageResults<Context>
     where Messages.Element == Message<Context> {
         MessageResults { [self] in
             var iterator = messages.makeIterator()
+            let cache = CMessageCache()
             return Batch(client: self, source: .sync {
-                iterator.next().map(Outgoing.init)
+                iterator.next().map { Outgoing($0, message: cache.message(for: $0.notification)) }
             })
         }
     }
@@ -96,9 +98,10 @@ public final class APNsClient: Sendable {
     where Messages.Element == Message<Context>, Messages.Failure == Never {
         MessageResults { [self] in
             let feed = AsyncFeed<Context>(capacity: configuration.maxInFlight) { feed in
+                let cache = CMessageCache()
                 for await message in messages {
                     if Task.isCancelled { break }
-                    if await !feed.put(Outgoing(message)) { break }
+                    if await !feed.put(Outgoing(message, message: cache.message(for: message.notification))) { break }
                 }
             }
             return Batch(client: self, source: .async(feed))
@@ -132,9 +135,37 @@ public final class APNsClient: Sendable {
 }
 
 extension Outgoing {
-    init(_ message: Message<Context>) {
-        self.init(token: message.token, message: message.notification.makeCMessage(),
-                  environment: message.environment, apnsID: message.apnsID, context: message.context)
+    /// Takes over one reference to `cMessage`, the C copy of the message's notification.
+    init(_ message: Message<Context>, message cMessage: OpaquePointer) {
+        self.init(token: message.token, message: cMessage, environment: message.environment,
+                  apnsID: message.apnsID, context: message.context)
+    }
+}
+
+/// The C message of the last notification a batch's input carried, reused while the
+/// next message's notification is equal: a fan-out of one notification to many
+/// devices (apns-server's outbox worker sends its batches so) copies the payload
+/// into C once, not once per message, and frees it once. Distinct payloads cost
+/// one comparison each, which fails at the first differing field or byte.
+/// Belongs to the one task that reads the input.
+final class CMessageCache {
+    private var last: (notification: Notification, message: OpaquePointer)?
+
+    deinit {
+        if let last { capns_message_release(last.message) }
+    }
+
+    /// One reference for the caller.
+    func message(for notification: Notification) -> OpaquePointer {
+        if let last, last.notification == notification {
+            capns_message_retain(last.message)
+            return last.message
+        }
+        let made = notification.makeCMessage()   // the caller's reference
+        capns_message_retain(made)               // the cache's own
+        if let last { capns_message_release(last.message) }
+        last = (notification, made)
+        return made
     }
 }
 

@@ -45,6 +45,7 @@ public struct MessageResults<Context: Sendable>: AsyncSequence {
     public typealias Element = MessageResult<Context>
     let makeBatch: () -> Batch<Context>
 
+    @_specialize(where Context == Int)   // see Batch.init
     public func makeAsyncIterator() -> Iterator {
         Iterator(batch: makeBatch())
     }
@@ -52,6 +53,7 @@ public struct MessageResults<Context: Sendable>: AsyncSequence {
     public struct Iterator: AsyncIteratorProtocol {
         let batch: Batch<Context>
 
+        @_specialize(where Context == Int)
         public mutating func next() async -> MessageResult<Context>? {
             await batch.next().map { MessageResult(result: $0.0, context: $0.1) }
         }

@@ -60,7 +60,13 @@ public struct Notification: Sendable, Hashable {
 extension Notification {
     /// True when `value` has no byte below 0x20 and no 0x7f (DEL).
     static func isHeaderValue(_ value: String) -> Bool {
-        value.utf8.allSatisfy { $0 >= 0x20 && $0 != 0x7f }
+        // Over the contiguous bytes: a per-event send makes a notification each, and
+        // iterating the UTF8View byte by byte was ~0.7% of a single send's CPU.
+        var value = value
+        return value.withUTF8 { bytes in
+            for b in bytes where b < 0x20 || b == 0x7f { return false }
+            return true
+        }
     }
 }
 

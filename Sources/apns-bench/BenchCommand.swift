@@ -34,6 +34,11 @@ struct BenchCommand: AsyncParsableCommand {
         valueName: "N"))
     var callers: Int?
 
+    @Option(help: ArgumentHelp(
+        "Message sends as apns-server's outbox worker makes them: the -n tokens go as batches of B `Message<Int>`s (context: the index in the batch, an apns-id each), one `send` of an array per batch, up to 3 batches at once.",
+        valueName: "B"))
+    var messages: Int?
+
     @Option(help: "nghttp2 or curl.")
     var transport = "nghttp2"
 
@@ -60,6 +65,8 @@ struct BenchCommand: AsyncParsableCommand {
         guard connections >= 1, streams >= 1 else { throw ValidationError("--connections and --streams must be at least 1") }
         if let requests, requests < 1 { throw ValidationError("-n must be at least 1") }
         if let callers, callers < 1 { throw ValidationError("--callers must be at least 1") }
+        if let messages, messages < 1 { throw ValidationError("--messages must be at least 1") }
+        if callers != nil && messages != nil { throw ValidationError("--callers and --messages are two different workloads: give one") }
         if endpoint != nil && pki == nil { throw ValidationError("--endpoint needs --pki DIR (the mock's key material)") }
     }
 
@@ -69,7 +76,8 @@ struct BenchCommand: AsyncParsableCommand {
         defer { target.stop() }
         let workload = try Workload(
             count: requests ?? (quick ? 100_000 : 1_000_000), keys: keys, payloadPath: payload,
-            transport: Transport(rawValue: transport)!, connections: connections, streams: streams, callers: callers)
+            transport: Transport(rawValue: transport)!, connections: connections, streams: streams, callers: callers,
+            messageBatch: messages)
         let report = try await workload.run(against: target)
         print(json ? report.json() : report.text())
     }

@@ -6,7 +6,8 @@ import Synchronization
 /// One benchmark run: a client with the chosen transport, connections and streams,
 /// sending to `count` distinct tokens: one notification as a batch, read as fast as
 /// results come, or (`callers`) per-event single sends, each with its own payload,
-/// from that many concurrent callers.
+/// from that many concurrent callers, or (`messageBatch`) batches of `Message<Int>`
+/// as apns-server's outbox worker sends them.
 struct Workload: Sendable {
     let count: Int
     let credentials: Credentials
@@ -15,13 +16,14 @@ struct Workload: Sendable {
     let connections: Int
     let streams: Int
     let callers: Int?
+    let messageBatch: Int?
     let topic: String
 
     /// The payload scripts/bench.sh gives h2load: a 231-byte alert, compact.
     static let defaultPayload = #"{"aps":{"alert":{"title":"Order update","body":"\#(String(repeating: "x", count: 150))"},"sound":"default"},"id":12345}"#
 
     init(count: Int, keys: KeyMaterial, payloadPath: String?, transport: Transport,
-         connections: Int, streams: Int, callers: Int?) throws {
+         connections: Int, streams: Int, callers: Int?, messageBatch: Int?) throws {
         self.count = count
         credentials = try Credentials(key: SigningKey(contentsOf: keys.providerKey), keyID: keys.keyID,
                                       teamID: keys.teamID)
@@ -32,6 +34,7 @@ struct Workload: Sendable {
         self.connections = connections
         self.streams = streams
         self.callers = callers
+        self.messageBatch = messageBatch
         topic = keys.topic
     }
 
@@ -49,6 +52,11 @@ struct Workload: Sendable {
         let start = clock.now
         if let callers {
             let tally = await singles(client, callers: callers)
+            latency.add(tally.latency)
+            statuses = tally.statuses
+            firstError = tally.firstError
+        } else if let messageBatch {
+            let tally = await messages(client, batch: messageBatch, environment: target.environment)
             latency.add(tally.latency)
             statuses = tally.statuses
             firstError = tally.firstError
@@ -129,6 +137,52 @@ extension Workload {
         }
         for task in tasks { await task.value }
         return tally.figures.withLock { $0 }
+    }
+}
+
+extension Workload {
+    /// Batches of up to 3 in flight, as the outbox worker keeps its claims ahead of its
+    /// answers: each an array of messages with one shared notification, the token's
+    /// environment and apns-id given, and the message's index as its context, which
+    /// every result is checked against (its token must be the one sent at that index).
+    private func messages(_ client: APNsClient, batch size: Int, environment: Environment) async -> Tally.Figures {
+        let tally = Tally(), count = self.count, notification = self.notification
+        await withTaskGroup(of: Void.self) { group in
+            var inFlight = 0
+            for start in stride(from: 1, through: count, by: size) {
+                if inFlight == 3 {
+                    await group.next()
+                    inFlight -= 1
+                }
+                let batch = (start..<min(start + size, count + 1)).enumerated().map { k, i in
+                    Message(token: SyntheticTokens.token(UInt64(i)), notification: notification,
+                            environment: environment, apnsID: Workload.apnsID(UInt64(i)), context: k)
+                }
+                inFlight += 1
+                group.addTask {
+                    for await r in client.send(batch) {
+                        guard batch.indices.contains(r.context), batch[r.context].token == r.result.token else {
+                            tally.record(DeliveryResult(token: r.result.token, apnsID: nil, status: 0, reason: nil,
+                                                        attempts: 0, error: "result carried the wrong context \(r.context)"))
+                            continue
+                        }
+                        tally.record(r.result)
+                    }
+                }
+            }
+        }
+        return tally.figures.withLock { $0 }
+    }
+
+    /// A canonical (lower-case) apns-id per index, as an outbox stores them.
+    static func apnsID(_ index: UInt64) -> String {
+        String(unsafeUninitializedCapacity: 36) { out in
+            let hex: StaticString = "0123456789abcdef"
+            let fixed: StaticString = "00000000-0000-4000-8000-"
+            for k in 0..<24 { out[k] = fixed.utf8Start[k] }
+            for k in 0..<12 { out[24 + k] = hex.utf8Start[Int((index >> UInt64(44 - 4 * k)) & 0xF)] }
+            return 36
+        }
     }
 }
 

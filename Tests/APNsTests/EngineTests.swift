@@ -150,6 +150,45 @@ import Testing
         #expect(mock.attempts(for: token) == 2)
     }
 
+    /// Int contexts, as apns-server's outbox worker sends them (its index in the batch,
+    /// an explicit environment, an apns-id each), over more messages than the window
+    /// holds: the engine runs code specialized for them (`@_specialize`), and every
+    /// message's result still comes back once with its own context, sent or not.
+    @Test func intContextsComeBackOnceEachWithTheirOwnMessage() async throws {
+        let mock = try Harness.mock()
+        let client = try Harness.client(mock, transport: .nghttp2)
+        let note = Harness.notification(), environment = client.configuration.environment
+        let tokens = Harness.tokens(2 * client.configuration.outstandingLimit + 123)
+        let messages = tokens.enumerated().map { i, token in
+            // Every 97th a malformed token, every 89th a malformed apns-id: answered locally.
+            Message(token: i % 97 == 5 ? "zz" + token : token, notification: note, environment: environment,
+                    apnsID: i % 89 == 7 ? "not-an-id" : UUID().uuidString, context: i)
+        }
+        var seen = [Int](repeating: 0, count: messages.count)
+        var wrong: [Int] = []
+        for await r in client.send(messages) {
+            seen[r.context] += 1
+            let sent = messages[r.context]
+            if sent.token.hasPrefix("zz") {
+                if r.result.reason != .badDeviceToken { wrong.append(r.context) }
+            } else if sent.apnsID == "not-an-id" {
+                if r.result.reason != .badMessageId || r.result.token != sent.token { wrong.append(r.context) }
+            } else if r.result.status != 200 || r.result.token != sent.token
+                        || r.result.apnsID != sent.apnsID?.lowercased() {
+                wrong.append(r.context)
+            }
+        }
+        let audit = client.dispatcher.defaultLane.audit
+        await client.shutdown()
+
+        #expect(seen.allSatisfy { $0 == 1 }, "one result per message")
+        #expect(wrong.isEmpty, "results that do not match their context's message: \(wrong.prefix(5))")
+        let sent = messages.filter { !$0.token.hasPrefix("zz") && $0.apnsID != "not-an-id" }.count
+        #expect(mock.statistics().byStatus[200] == UInt64(sent))
+        #expect(audit == .init(busy: 0, free: client.configuration.outstandingLimit, slotsHoldingMessages: 0,
+                               waiters: 0, retries: 0))
+    }
+
     /// Sandbox and production tokens in one stream each go to their own endpoint,
     /// over one connection each.
     @Test func mixedEnvironmentsEachGoToTheirOwnEndpoint() async throws {

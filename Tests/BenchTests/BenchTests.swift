@@ -57,6 +57,14 @@ import TestSupport
         #expect(report["succeeded"] as? Int == 500)
     }
 
+    /// The outbox worker's shape: batches of Int-context messages, a partial last one;
+    /// a result whose context does not name the message it answers counts as a failure.
+    @Test func messageBatchesCarryEachContextBack() async throws {
+        let report = try await bench(["-n", "2500", "--messages", "1000"])
+        #expect(report["requests"] as? Int == 2500)
+        #expect(report["statuses"] as? [String: Int] == ["200": 2500])
+    }
+
     @Test func anEndpointOffLoopbackIsRefused() async throws {
         let result = await run(BenchTests.binary, ["-n", "1", "--endpoint", "https://192.0.2.1:443",
                                                    "--pki", pki.directory.path])
