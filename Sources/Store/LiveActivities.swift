@@ -149,8 +149,9 @@ extension SQLiteStore {
 
     static let liveActivitySelect = """
         SELECT d.id, d.user_id, d.token, d.app_type, l.kind, l.activity_id, l.attributes_type, d.environment,
-               d.last_used_at, d.created_at
+               u.last_used_at, d.created_at
         FROM devices d JOIN live_activity_tokens l ON l.device_id = d.id
+        LEFT JOIN device_use u ON u.device_id = d.id
 
         """
 }

@@ -9,7 +9,7 @@ import GRDB
 /// steps are one `BEGIN IMMEDIATE` transaction: the second process waits for the
 /// first, then finds nothing to do.
 enum Migrations {
-    static let steps: [String] = [v1, v2, v3, v4, v5, v6, v7, v8]
+    static let steps: [String] = [v1, v2, v3, v4, v5, v6, v7, v8, v9]
 
     static func apply(_ db: Database) throws {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
@@ -324,6 +324,19 @@ enum Migrations {
             attempts       INTEGER NOT NULL,
             finished_at    INTEGER NOT NULL
         );
+        """
+
+    /// When a device was last delivered to, in a narrow table of its own, for the
+    /// same reason as `results` (v8): every delivered answer rewrote its device's
+    /// wide row (0.13 s of the writer per 100k, against 0.03 s for this upsert).
+    /// `devices.last_used_at` is no longer written or read; its values move here.
+    static let v9 = """
+        CREATE TABLE device_use (
+            device_id    INTEGER PRIMARY KEY,
+            last_used_at INTEGER NOT NULL
+        );
+        INSERT INTO device_use (device_id, last_used_at)
+            SELECT id, last_used_at FROM devices WHERE last_used_at IS NOT NULL;
         """
 }
 

@@ -271,8 +271,9 @@ extension SQLiteStore {
             let used = held.filter { $0.delivered && recorded.contains($0.deliveryID) }.map(\.deliveryID)
             if !used.isEmpty {
                 try db.cachedStatement(sql: """
-                    UPDATE devices SET last_used_at = ?
-                    WHERE id IN (SELECT device_id FROM deliveries WHERE id IN (SELECT value FROM json_each(?)))
+                    INSERT INTO device_use (device_id, last_used_at)
+                    SELECT device_id, ?1 FROM deliveries WHERE id IN (SELECT value FROM json_each(?2))
+                    ON CONFLICT (device_id) DO UPDATE SET last_used_at = excluded.last_used_at
                     """).execute(arguments: [now, jsonArray(used)])
             }
             let deviceOf = try db.cachedStatement(sql: "SELECT device_id FROM deliveries WHERE id = ?")

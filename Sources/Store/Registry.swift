@@ -46,9 +46,11 @@ extension SQLiteStore {
     public func devices(userID: String) async throws(StoreError) -> [DeviceRow] {
         try await read("list devices") { db in
             try Row.fetchAll(db, sql: """
-                SELECT id, platform, app_type, device_name, os_version, app_version, last_used_at, created_at
-                FROM devices WHERE user_id = ? AND is_active = 1 AND platform <> 'liveactivity'
-                ORDER BY registered_at DESC, id DESC
+                SELECT d.id, d.platform, d.app_type, d.device_name, d.os_version, d.app_version, u.last_used_at,
+                       d.created_at
+                FROM devices d LEFT JOIN device_use u ON u.device_id = d.id
+                WHERE d.user_id = ? AND d.is_active = 1 AND d.platform <> 'liveactivity'
+                ORDER BY d.registered_at DESC, d.id DESC
                 """, arguments: [userID]).map { row in
                 DeviceRow(id: row["id"], platform: row["platform"], appType: row["app_type"],
                           deviceName: row["device_name"], osVersion: row["os_version"],

@@ -115,10 +115,14 @@ import TestSupport
                        (2, 'n', 'u', 2, 't2', 'production', 'waiting', x'', 'alert', 1, 7, 'pending', NULL, NULL);
             INSERT INTO outbox (delivery_id, available_at) VALUES (2, 1);
             INSERT INTO preferences VALUES ('u', 'staff', 'newEnquiry', 0, 1);
+            INSERT INTO devices (id, user_id, app_type, token, platform, environment, registered_at, created_at,
+                                 updated_at, last_used_at)
+                VALUES (1, 'u', 'staff', 't', 'ios', 'production', 1, 1, 1, 3);
             """)
         try await store.migrate()
         #expect(try await store.scalar("PRAGMA user_version") == Int64(Migrations.steps.count), "v3 and every later step")
         #expect(try await store.delivery(apnsID: "done")?.state == "delivered")
+        #expect(try await store.devices(userID: "u").first?.lastUsedAt == 3, "v9 moved it to device_use")
         #expect(try await store.preferences(userID: "u", appType: "staff") == ["newEnquiry": false])
         let claimed = try await store.claim(worker: "w", limit: 10, leaseMillis: 1_000, now: 5)
         #expect(claimed.map(\.delivery.apnsID) == ["waiting"])
