@@ -5,7 +5,8 @@ import Store
 /// `POST /v1/notifications`: who gets what. A request is checked whole before
 /// anything is stored (a 400 leaves no trace), then every targeted user's active
 /// iOS tokens of the app whose preferences allow the type get one delivery each,
-/// with its apns-id chosen now, and all of it is committed in one transaction.
+/// with its apns-id chosen now, and all of it is committed before the answer (on
+/// SQLite a large fan-out in parts, the first sent while the next is written).
 struct FanOut: Sendable {
     let config: ServerConfig
     let store: any DeliveryStore
@@ -223,14 +224,17 @@ struct FanOut: Sendable {
                                            appType: request.app.appType)
         let lessee = handoff?.lessee()
         let lease = lessee.map { OutboxLease(worker: $0, millis: Int64(config.worker.leaseSeconds) * 1000) }
-        let (claimed, skipped) = try await store.fanOut(
-            notification, appType: request.app.appType, audience: request.audience, now: now, lease: lease
-        ) { recipients in Self.deliveries(request, to: recipients, now: now) }
-        if let handoff, let lessee, !handoff.deliver(claimed, to: lessee) {
-            // That loop stopped meanwhile (shutting down): the outbox has them, free
-            // for the next process at once. Should this fail, the lease runs out.
-            try? await store.unclaim(worker: lessee, deliveryIDs: claimed.map(\.id))
-        }
+        let (store, handoff) = (store, handoff)
+        let skipped = try await store.fanOut(
+            notification, appType: request.app.appType, audience: request.audience, now: now, lease: lease,
+            plan: { recipients in Self.deliveries(request, to: recipients, now: now) },
+            leased: { claimed in
+                if let handoff, let lessee, !handoff.deliver(claimed, to: lessee) {
+                    // That loop stopped meanwhile (shutting down): the outbox has them,
+                    // free for the next process at once. Should this fail, the lease runs out.
+                    try? await store.unclaim(worker: lessee, deliveryIDs: claimed.map(\.id))
+                }
+            })
         metrics.notification(app: request.app.appType, deliveries: skipped.deliveries)
         return Result(notificationID: notification.id, deliveries: skipped.deliveries,
                       skippedPreferences: skipped.preferences, skippedNoDevices: skipped.noDevices)

@@ -53,12 +53,18 @@ public protocol DeliveryStore: Sendable {
 
     /// A fan-out: `audience`'s recipients (as `recipients` reads them), the deliveries
     /// `plan` makes of them (with whatever else the caller counts, returned as is),
-    /// enqueued as `enqueue(_:_:now:lease:)` does. A store may read the recipients in
-    /// the enqueue's own transaction; the default reads them first.
+    /// enqueued as `enqueue(_:_:now:lease:)` does, and what it leased handed to
+    /// `leased` (every leased delivery once; nothing without a lease or with holds).
+    /// A store may read the recipients in the enqueue's own transaction, and may
+    /// commit a large fan-out in parts, calling `leased` as each commits; the
+    /// default reads them first and commits once. When it returns, every delivery
+    /// is committed. When it throws after a part was committed, the error says how
+    /// many were: those are sent and logged as any others.
     func fanOut<Plan: Sendable>(
         _ notification: NewNotification, appType: String, audience: Audience, now: Int64, lease: OutboxLease?,
-        plan: @escaping @Sendable ([Recipient]) -> (deliveries: [NewDelivery], plan: Plan)
-    ) async throws(StoreError) -> (claimed: [ClaimedDelivery], plan: Plan)
+        plan: @escaping @Sendable ([Recipient]) -> (deliveries: [NewDelivery], plan: Plan),
+        leased: @Sendable ([ClaimedDelivery]) async -> Void
+    ) async throws(StoreError) -> Plan
 
     /// Claims up to `limit` due pending deliveries (`notBefore` passed) whose lease is
     /// free or expired, for `worker`, until `now + leaseMillis`, oldest first. A delivery is never held by two
@@ -296,6 +302,9 @@ public struct NewDelivery: Sendable, Hashable {
         self.notBefore = notBefore
         self.hold = hold
     }
+
+    /// Neither held nor deferred: a worker may send it at once.
+    public var isDueNow: Bool { notBefore == nil && hold == nil }
 }
 
 public struct ClaimedDelivery: Sendable, Hashable {
@@ -341,10 +350,12 @@ public struct OutboxLease: Sendable, Hashable {
 extension DeliveryStore {
     public func fanOut<Plan: Sendable>(
         _ notification: NewNotification, appType: String, audience: Audience, now: Int64, lease: OutboxLease?,
-        plan: @escaping @Sendable ([Recipient]) -> (deliveries: [NewDelivery], plan: Plan)
-    ) async throws(StoreError) -> (claimed: [ClaimedDelivery], plan: Plan) {
+        plan: @escaping @Sendable ([Recipient]) -> (deliveries: [NewDelivery], plan: Plan),
+        leased: @Sendable ([ClaimedDelivery]) async -> Void
+    ) async throws(StoreError) -> Plan {
         let planned = plan(try await recipients(appType: appType, audience: audience))
-        return (try await enqueue(notification, planned.deliveries, now: now, lease: lease), planned.plan)
+        await leased(try await enqueue(notification, planned.deliveries, now: now, lease: lease))
+        return planned.plan
     }
 
     /// Enqueues for any worker's claim.

@@ -9,7 +9,7 @@ import GRDB
 /// steps are one `BEGIN IMMEDIATE` transaction: the second process waits for the
 /// first, then finds nothing to do.
 enum Migrations {
-    static let steps: [String] = [v1, v2, v3, v4, v5, v6, v7, v8, v9]
+    static let steps: [String] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
 
     static func apply(_ db: Database) throws {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
@@ -337,6 +337,31 @@ enum Migrations {
         );
         INSERT INTO device_use (device_id, last_used_at)
             SELECT id, last_used_at FROM devices WHERE last_used_at IS NOT NULL;
+        """
+
+    /// A count of changes to what a fan-out read of its devices: whether one is
+    /// active, whose it is, its app and platform (the facts a claim checks), and
+    /// deletions. A fan-out committed in parts (`SQLiteStore.fanOut`) compares it
+    /// before each part with its value at the read: unchanged, the part's devices
+    /// are as read and need no second look. Triggers, so that every writer counts,
+    /// in this process or another; a registration that changes none of those facts
+    /// (the usual re-registration) counts nothing.
+    static let v10 = """
+        CREATE TABLE device_changes (
+            id         INTEGER PRIMARY KEY CHECK (id = 1),
+            generation INTEGER NOT NULL
+        );
+        INSERT INTO device_changes (id, generation) VALUES (1, 0);
+        CREATE TRIGGER device_changed AFTER UPDATE OF is_active, user_id, app_type, platform ON devices
+            WHEN OLD.is_active IS NOT NEW.is_active OR OLD.user_id IS NOT NEW.user_id
+              OR OLD.app_type IS NOT NEW.app_type OR OLD.platform IS NOT NEW.platform
+        BEGIN
+            UPDATE device_changes SET generation = generation + 1;
+        END;
+        CREATE TRIGGER device_deleted AFTER DELETE ON devices
+        BEGIN
+            UPDATE device_changes SET generation = generation + 1;
+        END;
         """
 }
 

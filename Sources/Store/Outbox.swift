@@ -12,7 +12,9 @@ extension SQLiteStore {
     public func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery], now: Int64,
                         lease: OutboxLease?) async throws(StoreError) -> [ClaimedDelivery] {
         try await write("enqueue notification \(notification.id)") { db in
-            try Self.insert(db, notification, deliveries, now: now, lease: lease, devicesReadHere: false)
+            let payloadOf = try Self.insertNotification(db, notification, deliveries, now: now)
+            return try Self.insertDeliveries(db, notification, deliveries, payloadOf: payloadOf, now: now,
+                                             lease: lease, devicesAsRead: false)
         }
     }
 
@@ -20,30 +22,81 @@ extension SQLiteStore {
     /// change between that read and the commit (SQLite has one writer), so leased
     /// deliveries need no second look at their devices. That look-up was a tenth of
     /// a 100k fan-out's enqueue.
+    ///
+    /// A leased fan-out of more than `fanOutPart` deliveries is committed in parts,
+    /// each handed to `leased` as it commits: the worker sends the first part while
+    /// the writer writes the next, where one transaction kept a 100k fan-out's
+    /// sending (and the second core) idle for the second it took to write. It changes
+    /// no promise: the 202 still waits for the last part, and a process that dies
+    /// before it sent the 202 could already have committed every delivery. A device
+    /// changed between parts (`device_changes`, counted by triggers) sends a part
+    /// back to being read as a claim reads it.
     public func fanOut<Plan: Sendable>(
         _ notification: NewNotification, appType: String, audience: Audience, now: Int64, lease: OutboxLease?,
-        plan: @escaping @Sendable ([Recipient]) -> (deliveries: [NewDelivery], plan: Plan)
-    ) async throws(StoreError) -> (claimed: [ClaimedDelivery], plan: Plan) {
-        try await write("enqueue notification \(notification.id)") { db in
+        plan: @escaping @Sendable ([Recipient]) -> (deliveries: [NewDelivery], plan: Plan),
+        leased: @Sendable ([ClaimedDelivery]) async -> Void
+    ) async throws(StoreError) -> Plan {
+        let part = fanOutPart
+        let started = ContinuousClock.now
+        let first = try await write("enqueue notification \(notification.id)") { db in
+            let devicesSeen = try Self.deviceChanges(db)
             let planned = plan(try Self.recipients(db, appType: appType, audience: audience))
-            let claimed = try Self.insert(db, notification, planned.deliveries, now: now, lease: lease,
-                                          devicesReadHere: true)
-            return (claimed, planned.plan)
+            let deliveries = planned.deliveries
+            let payloadOf = try Self.insertNotification(db, notification, deliveries, now: now)
+            let inParts = lease != nil && deliveries.count > part && deliveries.allSatisfy(\.isDueNow)
+            let claimed = try Self.insertDeliveries(db, notification, inParts ? Array(deliveries[..<part]) : deliveries,
+                                                    payloadOf: payloadOf, now: now, lease: lease, devicesAsRead: true)
+            return (claimed, planned.plan, inParts ? FanOutRest(deliveries: deliveries, payloadOf: payloadOf,
+                                                                  devicesSeen: devicesSeen) : nil)
         }
+        await leased(first.0)
+        guard let rest = first.2, let lease else { return first.1 }
+        var start = part
+        while start < rest.deliveries.count {
+            let range = start..<min(start + part, rest.deliveries.count)
+            // Each part's lease runs from its own commit, so that the worker's renewal
+            // (which counts from the hand-over) keeps its margin on a long fan-out.
+            let leaseFrom = now + Int64((ContinuousClock.now - started) / .milliseconds(1))
+            do {
+                let claimed = try await write("enqueue notification \(notification.id)") { db in
+                    try Self.insertDeliveries(db, notification, Array(rest.deliveries[range]),
+                                              payloadOf: Array(rest.payloadOf[range]), now: now, leaseFrom: leaseFrom,
+                                              lease: lease, devicesAsRead: try Self.deviceChanges(db) == rest.devicesSeen)
+                }
+                await leased(claimed)
+            } catch {
+                throw StoreError("enqueue notification \(notification.id): \(start) of \(rest.deliveries.count) "
+                                 + "deliveries were committed (they are sent and logged), the rest were not: \(error)")
+            }
+            start = range.upperBound
+        }
+        return first.1
     }
 
-    /// The enqueue's writes. `devicesReadHere`: the deliveries were made from
-    /// recipients read in this transaction, so their devices are as read.
-    private static func insert(_ db: Database, _ notification: NewNotification, _ deliveries: [NewDelivery],
-                               now: Int64, lease: OutboxLease?, devicesReadHere: Bool) throws -> [ClaimedDelivery] {
+    /// What a fan-out in parts still has to write after its first part.
+    private struct FanOutRest: Sendable {
+        let deliveries: [NewDelivery]
+        let payloadOf: [Int64]
+        let devicesSeen: Int64
+    }
+
+    /// How many times a device's fan-out facts (active, user, app, platform) changed
+    /// or a device was deleted: the triggers of schema v10 count them.
+    private static func deviceChanges(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT generation FROM device_changes") ?? 0
+    }
+
+    /// The notification and each of its distinct payloads (a fan-out has one per
+    /// badge value); returns each delivery's payload row. The service shares one
+    /// array per payload, so the identity check of == usually answers before any
+    /// hashing.
+    private static func insertNotification(_ db: Database, _ notification: NewNotification,
+                                           _ deliveries: [NewDelivery], now: Int64) throws -> [Int64] {
         try db.execute(sql: """
             INSERT INTO notifications (id, type, entity_type, entity_id, app_type, created_at)
             VALUES (?, ?, ?, ?, ?, ?)
             """, arguments: [notification.id, notification.type, notification.entityType,
                              notification.entityID, notification.appType, now])
-        // Each distinct payload once (a fan-out has one per badge value); the
-        // deliveries point at it. The service shares one array per payload, so
-        // the identity check of == usually answers before any hashing.
         var payloadIDs: [[UInt8]: Int64] = [:]
         var last: (bytes: [UInt8], id: Int64)?
         var payloadOf = [Int64](repeating: 0, count: deliveries.count)
@@ -66,13 +119,28 @@ extension SQLiteStore {
             payloadOf[i] = id
             last = (d.payload, id)
         }
+        return payloadOf
+    }
+
+    /// Writes `deliveries` of `notification` (already written, with their payloads)
+    /// and puts them in the outbox; with `lease`, when all are due now, leased and
+    /// returned as a claim returns them. `devicesAsRead`: they were made from
+    /// recipients read in this transaction, or no device changed since that read.
+    /// `leaseFrom` is when the lease starts (default `now`).
+    private static func insertDeliveries(_ db: Database, _ notification: NewNotification, _ deliveries: [NewDelivery],
+                                         payloadOf: [Int64], now: Int64, leaseFrom: Int64? = nil,
+                                         lease: OutboxLease?, devicesAsRead: Bool) throws -> [ClaimedDelivery] {
+        // This transaction's rows are those above the largest id before it: SQLite
+        // gives a new row the largest id plus one, and nobody else writes meanwhile.
+        // The outbox reads them by that id range, a walk of the table's end.
+        let before = try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM deliveries") ?? 0
         // Multi-row inserts: one statement execution per 256 deliveries. A
         // fan-out leased as it is written learns its ids here.
         let notificationID = notification.id.databaseValue
         let created = now.databaseValue
         let empty = Data().databaseValue
-        let allDue = deliveries.allSatisfy { $0.notBefore == nil && $0.hold == nil }
-        let returning = lease != nil && allDue && devicesReadHere
+        let allDue = deliveries.allSatisfy(\.isDueNow)
+        let returning = lease != nil && allDue && devicesAsRead
         var written: [(id: Int64, deviceID: Int64)] = []
         if returning { written.reserveCapacity(deliveries.count) }
         try db.executeChunked(count: deliveries.count, maxRows: 256, sql: { rows in
@@ -99,47 +167,42 @@ extension SQLiteStore {
             values.append(created)
             values.append(d.notBefore.databaseValue)
         }, rows: returning ? { id, device in written.append((id, device)) } : nil)
-        if allDue {
-            // The common case: every delivery due now. The notification's index
-            // covers this read (no table row per delivery).
-            guard let lease else {
-                try db.execute(sql: """
-                    INSERT INTO outbox (delivery_id, available_at)
-                    SELECT id, ? FROM deliveries WHERE notification_id = ?
-                    """, arguments: [now, notification.id])
-                return []
-            }
-            try db.execute(sql: """
-                INSERT INTO outbox (delivery_id, available_at, lease_until, claimed_by)
-                SELECT id, ?, ?, ? FROM deliveries WHERE notification_id = ?
-                """, arguments: [now, now + lease.millis, lease.worker, notification.id])
-            if returning, let claimed = ClaimedDelivery.enqueued(notification, deliveries, written: written) {
-                return claimed
-            }
-            // What the claim would say of each, read under this write lock: the
-            // recipients were read before it, and a device may have been
-            // deactivated since.
-            var rows: [(id: Int64, apnsID: String, active: Bool)] = []
-            rows.reserveCapacity(deliveries.count)
-            let cursor = try Row.fetchCursor(db, sql: """
-                SELECT d.id, d.apns_id,
-                       coalesce(v.is_active = 1 AND v.user_id = d.user_id AND v.app_type = ?
-                                AND v.platform = (CASE d.push_type WHEN 'liveactivity' THEN 'liveactivity' ELSE 'ios' END),
-                                0)
-                FROM deliveries d LEFT JOIN devices v ON v.id = d.device_id
-                WHERE d.notification_id = ? ORDER BY d.id
-                """, arguments: [notification.appType, notification.id])
-            while let row = try cursor.next() { rows.append((row[0], row[1], row[2])) }
-            return ClaimedDelivery.enqueued(notification, deliveries, rows: rows)
-        } else {
+        guard allDue else {
             try Self.applyHolds(db, notificationID: notification.id, deliveries, payloadOf: payloadOf, now: now)
             // Members of a window (batched) never go out themselves; carriers do.
             try db.execute(sql: """
                 INSERT INTO outbox (delivery_id, available_at)
-                SELECT id, coalesce(not_before, ?) FROM deliveries WHERE notification_id = ? AND state = 'pending'
-                """, arguments: [now, notification.id])
+                SELECT id, coalesce(not_before, ?) FROM deliveries WHERE id > ? AND state = 'pending'
+                """, arguments: [now, before])
             return []
         }
+        // The common case: every delivery due now.
+        guard let lease else {
+            try db.execute(sql: "INSERT INTO outbox (delivery_id, available_at) SELECT id, ? FROM deliveries WHERE id > ?",
+                           arguments: [now, before])
+            return []
+        }
+        try db.execute(sql: """
+            INSERT INTO outbox (delivery_id, available_at, lease_until, claimed_by)
+            SELECT id, ?, ?, ? FROM deliveries WHERE id > ?
+            """, arguments: [now, (leaseFrom ?? now) + lease.millis, lease.worker, before])
+        if returning, let claimed = ClaimedDelivery.enqueued(notification, deliveries, written: written) {
+            return claimed
+        }
+        // What the claim would say of each, read under this write lock: the
+        // recipients were read before it, and a device may have changed since.
+        var rows: [(id: Int64, apnsID: String, active: Bool)] = []
+        rows.reserveCapacity(deliveries.count)
+        let cursor = try Row.fetchCursor(db, sql: """
+            SELECT d.id, d.apns_id,
+                   coalesce(v.is_active = 1 AND v.user_id = d.user_id AND v.app_type = ?
+                            AND v.platform = (CASE d.push_type WHEN 'liveactivity' THEN 'liveactivity' ELSE 'ios' END),
+                            0)
+            FROM deliveries d LEFT JOIN devices v ON v.id = d.device_id
+            WHERE d.id > ? ORDER BY d.id
+            """, arguments: [notification.appType, before])
+        while let row = try cursor.next() { rows.append((row[0], row[1], row[2])) }
+        return ClaimedDelivery.enqueued(notification, deliveries, rows: rows)
     }
 
     public func unclaim(worker: String, deliveryIDs: [Int64]) async throws(StoreError) {

@@ -30,6 +30,10 @@ public final class SQLiteStore: DeliveryStore {
     public let path: String
     let pool: DatabasePool
     private let checkpointer: Checkpointer
+    /// A leased fan-out of more deliveries than this is committed in parts of this
+    /// size (see `fanOut`): small enough that the worker starts within tens of
+    /// milliseconds, large enough that the commits cost nothing in comparison.
+    let fanOutPart: Int
 
     /// Opens (creating it and its folder if missing) the database at `path`. A
     /// leading `sqlite:` (as in the service's `--store sqlite:var/apns.db`) is
@@ -38,9 +42,10 @@ public final class SQLiteStore: DeliveryStore {
     /// - Parameter busyTimeout: how long a write waits for another process's
     ///   write lock before it fails with "database is locked".
     public init(path: String, durability: Durability = .processCrash,
-                busyTimeout: Duration = .seconds(5)) throws(StoreError) {
+                busyTimeout: Duration = .seconds(5), fanOutPart: Int = 5_000) throws(StoreError) {
         let path = Self.filePath(path)
         self.path = path
+        self.fanOutPart = max(1, fanOutPart)
         try Self.prepareFile(path)
 
         var config = Configuration()

@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 import Testing
 import TestSupport
@@ -112,18 +113,13 @@ import TestSupport
             for n in 1...600 { devices.append(try await register(store, "u\(1000 + n)", n, company: "c")) }
             try await register(store, "u1001", 601, platform: "android", company: "c")
             let notification = NewNotification(id: "f", type: "t", entityType: nil, entityID: nil, appType: "staff")
-            let (claimed, users) = try await store.fanOut(
-                notification, appType: "staff", audience: .company("c"), now: 10, lease: OutboxLease(worker: "w", millis: 1_000)
-            ) { recipients in
-                let deliveries = recipients.flatMap { r in
-                    r.devices.map { d in
-                        NewDelivery(userID: r.userID, deviceID: d.id, token: d.token, environment: d.environment,
-                                    apnsID: "f-\(d.id)", payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
-                    }
-                }
-                return (deliveries, recipients.count)
-            }
+            let parts = Parts()
+            let users = try await store.fanOut(
+                notification, appType: "staff", audience: .company("c"), now: 10, lease: OutboxLease(worker: "w", millis: 1_000),
+                plan: planOneEach("f"), leased: { parts.append($0) })
+            let claimed = parts.all.flatMap { $0 }
             #expect(users == 600)
+            #expect(parts.all.count == 1, "600 is one part (of 5,000)")
             #expect(claimed.count == 600, "more than one chunk of the insert")
             #expect(claimed.map(\.delivery.deviceID) == devices)
             #expect(claimed.allSatisfy { $0.deviceActive && $0.notificationID == "f" && $0.attempts == 0 })
@@ -133,6 +129,70 @@ import TestSupport
             #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by = 'w' AND lease_until = 1010") == 600)
             #expect(try await store.finish(worker: "w", claimed.map { delivered($0.id) }, now: 20) == 0)
             #expect(try await store.notification(id: "f")?.counts == ["delivered": 600])
+        }
+    }
+
+    /// A fan-out larger than a part is committed in parts, each handed over as it
+    /// commits and leased from its own commit. A device deactivated between two
+    /// parts (here, by a write that runs while the first part is handed over) is
+    /// seen by the later part as a claim would see it: not to be sent. The rest, and
+    /// every part after a change, still pair each row with its own delivery.
+    @Test func aLargeFanOutIsCommittedAndHandedOverInParts() async throws {
+        let scratch = Scratch()
+        let store = try SQLiteStore(path: scratch.path("apns.db"), fanOutPart: 100)
+        try await store.migrate()
+        var devices: [Int64] = []
+        for n in 1...250 { devices.append(try await register(store, "u\(1000 + n)", n, company: "c")) }
+        let victim = (user: "u1180", token: token(180))
+        let parts = Parts()
+        let users = try await store.fanOut(
+            NewNotification(id: "p", type: "t", entityType: nil, entityID: nil, appType: "staff"),
+            appType: "staff", audience: .company("c"), now: 10, lease: OutboxLease(worker: "w", millis: 60_000),
+            plan: planOneEach("p"),
+            leased: { part in
+                if parts.append(part) == 1 {
+                    // Committed before the second part's transaction begins.
+                    _ = try? await store.unregister(userID: victim.user, token: victim.token, now: 11)
+                }
+            })
+        #expect(users == 250)
+        #expect(parts.all.map(\.count) == [100, 100, 50])
+        let claimed = parts.all.flatMap { $0 }
+        #expect(claimed.map(\.delivery.deviceID) == devices)
+        #expect(claimed.filter { !$0.deviceActive }.map(\.delivery.token) == [victim.token])
+        for c in claimed {
+            #expect(try await store.scalar("SELECT id FROM deliveries WHERE apns_id = '\(c.delivery.apnsID)'") == c.id)
+        }
+        #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by = 'w' AND lease_until >= 60010") == 250)
+        // A notification's deliveries are all its own, whichever part wrote them.
+        #expect(try await store.scalar("SELECT count(*) FROM deliveries WHERE notification_id = 'p'") == 250)
+
+        // No change in between: every part is read from the fan-out's own read.
+        let quiet = Parts()
+        _ = try await store.fanOut(
+            NewNotification(id: "q", type: "t", entityType: nil, entityID: nil, appType: "staff"),
+            appType: "staff", audience: .company("c"), now: 20, lease: OutboxLease(worker: "w", millis: 60_000),
+            plan: planOneEach("q"), leased: { quiet.append($0) })
+        #expect(quiet.all.map(\.count) == [100, 100, 49])
+        let sent = quiet.all.flatMap { $0 }
+        #expect(sent.allSatisfy { $0.deviceActive })
+        #expect(!sent.contains { $0.delivery.token == victim.token })
+        withExtendedLifetime(scratch) {}
+    }
+
+    /// A device's fan-out facts changing counts once; a re-registration that changes
+    /// none of them counts nothing (it would only cost a later part its fast path).
+    @Test func deviceChangesCountWhatAFanOutRead() async throws {
+        try await withStore(.sqlite) { store in
+            let count = { try await store.scalar("SELECT generation FROM device_changes") }
+            #expect(try await count() == 0)
+            _ = try await register(store, "u1", 1, company: "c")
+            _ = try await register(store, "u1", 1, company: "c", now: 5)
+            #expect(try await count() == 0, "a new device and a plain re-registration")
+            _ = try await register(store, "u2", 1, company: "c", now: 6)
+            #expect(try await count() == 1, "another user's now")
+            #expect(try await store.unregister(userID: "u2", token: token(1), now: 7))
+            #expect(try await count() == 2)
         }
     }
 
@@ -302,5 +362,31 @@ import TestSupport
             #expect(try await store.delivery(apnsID: first.delivery.apnsID)?.state == "pending")
             #expect(try await store.outboxDepth() == 2)
         }
+    }
+}
+
+/// The parts a fan-out handed over, in order.
+final class Parts: Sendable {
+    private let parts = Mutex<[[ClaimedDelivery]]>([])
+    var all: [[ClaimedDelivery]] { parts.withLock { $0 } }
+
+    /// Returns how many parts there are now.
+    @discardableResult
+    func append(_ part: [ClaimedDelivery]) -> Int {
+        parts.withLock { $0.append(part); return $0.count }
+    }
+}
+
+/// A fan-out plan: one delivery per recipient device, apns-id `prefix-device`;
+/// counts the recipients.
+func planOneEach(_ prefix: String) -> @Sendable ([Recipient]) -> (deliveries: [NewDelivery], plan: Int) {
+    { recipients in
+        let deliveries = recipients.flatMap { r in
+            r.devices.map { d in
+                NewDelivery(userID: r.userID, deviceID: d.id, token: d.token, environment: d.environment,
+                            apnsID: "\(prefix)-\(d.id)", payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
+            }
+        }
+        return (deliveries, recipients.count)
     }
 }

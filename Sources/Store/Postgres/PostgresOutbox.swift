@@ -95,7 +95,7 @@ extension PostgresStore {
                     """, binds: binds))
             }
             var claimed: [ClaimedDelivery] = []
-            if deliveries.allSatisfy({ $0.notBefore == nil && $0.hold == nil }) {
+            if deliveries.allSatisfy(\.isDueNow) {
                 // The common case: every delivery due now.
                 if let lease {
                     try await db.run("""
