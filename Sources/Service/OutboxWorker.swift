@@ -29,12 +29,19 @@ final class OutboxWorker: Service, Sendable {
     private let instance = UUID().uuidString.prefix(8).lowercased()
     private let types = Mutex<[String: String]>([:])
 
-    /// How many outcomes are written in one `finish` transaction, at most.
-    static let finishBatch = 2048
+    /// How many outcomes are written in one `finish` transaction, at most. As large
+    /// as a fan-out's part (`SQLiteStore.fanOutPart`): the single writer takes the
+    /// enqueue's parts and the finishes in turn, and with finishes of 2,048 against
+    /// parts of 5,000 the answers fell behind by half a fan-out and the loop stalled
+    /// on its bound of answers not yet recorded.
+    static let finishBatch = 8192
     /// Claimed and not yet answered, per loop, at most, in batches: the engine's
     /// window is 2,000 requests, and the next claims are in hand before it drains.
-    /// (Answered and not yet recorded: up to 4× more.)
+    /// (Answered and not yet recorded: up to `heldBatches` batches more.)
     static let batchesAhead = 4
+    /// In hand, answered or not, in batches: room for two finish transactions
+    /// queued behind the writer's other work, and the one being collected.
+    static let heldBatches = 32
 
     init(config: ServerConfig, store: any DeliveryStore, clients: APNsClients, metrics: ServiceMetrics,
          wakeup: WorkerWakeup, handoff: Handoff?, logger: Logger) {
@@ -114,7 +121,7 @@ final class OutboxWorker: Service, Sendable {
                 // to send), and memory bounded (held: answered but not yet recorded too;
                 // handed over and waiting is held, but not in hand yet).
                 let waiting = handoff?.queued(worker) ?? 0
-                if sink.unanswered > highWater - batchSize || held.count - waiting > 4 * highWater {
+                if sink.unanswered > highWater - batchSize || held.count - waiting > Self.heldBatches * batchSize {
                     try? await Task.sleep(for: .milliseconds(1))
                     continue
                 }
