@@ -38,6 +38,9 @@ public struct ServerConfig: Sendable {
         /// store writes overlap another's sends.
         public var concurrency = 2
         public var leaseSeconds = 30
+        /// SQLite: a fan-out of more deliveries than this is committed in parts of this
+        /// many, the first sent while the next is written (see `SQLiteStore.fanOut`).
+        public var fanOutPart = 5000
         /// How often an idle worker looks at the outbox (an enqueue wakes it at once).
         public var pollIntervalMillis = 250
         /// A delivery APNs never answered (or answered 429/500/503 through every
@@ -224,6 +227,7 @@ extension ServerConfig {
         worker.pollIntervalMillis = try int("worker.poll_interval_ms", &w, "poll_interval_ms",
                                             default: worker.pollIntervalMillis, range: 1...60_000)
         if w != nil {
+            worker.fanOutPart = try w!.int("fan_out_part", default: worker.fanOutPart, range: 100...1_000_000)
             worker.maxAttempts = try w!.int("max_attempts", default: worker.maxAttempts, range: 1...1000)
             worker.backoffBaseMillis = try w!.int("backoff_base_ms", default: worker.backoffBaseMillis, range: 0...3_600_000)
             worker.backoffMaxMillis = try w!.int("backoff_max_ms", default: worker.backoffMaxMillis, range: 0...86_400_000)

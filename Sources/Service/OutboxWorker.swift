@@ -30,11 +30,15 @@ final class OutboxWorker: Service, Sendable {
     private let types = Mutex<[String: String]>([:])
 
     /// How many outcomes are written in one `finish` transaction, at most. As large
-    /// as a fan-out's part (`SQLiteStore.fanOutPart`): the single writer takes the
-    /// enqueue's parts and the finishes in turn, and with finishes of 2,048 against
-    /// parts of 5,000 the answers fell behind by half a fan-out and the loop stalled
-    /// on its bound of answers not yet recorded.
+    /// as a fan-out's part (`SQLiteStore.fanOutPart`) and more: the single writer
+    /// takes the enqueue's parts and the finishes in turn, and with finishes of 2,048
+    /// against parts of 5,000 the answers fell behind by half a fan-out and the loop
+    /// stalled on its bound of answers not yet recorded. (Smaller finishes, written
+    /// whenever the writer was idle, measured worse: the turns stayed one for one.)
     static let finishBatch = 8192
+    /// An outcome waits no longer than this for its batch to fill (checked as
+    /// answers come), so that a slow trickle of answers is still recorded promptly.
+    static let finishWaitMillis: Int64 = 100
     /// Claimed and not yet answered, per loop, at most, in batches: the engine's
     /// window is 2,000 requests, and the next claims are in hand before it drains.
     /// (Answered and not yet recorded: up to `heldBatches` batches more.)
@@ -302,7 +306,8 @@ final class OutboxWorker: Service, Sendable {
 /// Collects the decisions of one worker loop and turns them into store writes,
 /// queued to the loop's writer task (so that collecting never waits for SQLite):
 /// finishes in transactions of up to `OutboxWorker.finishBatch`, written when that
-/// many are collected or when every claimed delivery has its decision; releases
+/// many are collected, when the first has waited `finishWaitMillis`, or when every
+/// claimed delivery has its decision; releases
 /// grouped by their backoff; retries one by one (rare: a BadDeviceToken's first answer).
 /// Called from the loop and from its sends' result tasks: a lock, not an actor, so
 /// that a result costs no hop to another executor.
@@ -319,6 +324,8 @@ final class OutcomeSink: Sendable {
         var releases: [Int64: [Int64]] = [:]  // availableAt → ids
         /// Claimed, and no decision yet.
         var undecided = 0
+        /// When the first of `finishes` came.
+        var firstFinishAt: Int64 = 0
     }
     private let state = Mutex(State())
 
@@ -417,9 +424,15 @@ final class OutcomeSink: Sendable {
         }
         state.withLock { s in
             s.undecided -= 1
-            if let outcome { s.finishes.append(outcome) }
+            if let outcome {
+                if s.finishes.isEmpty { s.firstFinishAt = now }
+                s.finishes.append(outcome)
+            }
             if let release { s.releases[release.availableAt, default: []].append(release.id) }
-            if s.finishes.count >= OutboxWorker.finishBatch || s.undecided == 0 { flush(&s) }
+            if s.finishes.count >= OutboxWorker.finishBatch || s.undecided == 0
+                || (!s.finishes.isEmpty && now - s.firstFinishAt >= OutboxWorker.finishWaitMillis) {
+                flush(&s)
+            }
         }
     }
 

@@ -63,7 +63,7 @@ public enum APNsServer {
 
         let store: any DeliveryStore
         do {
-            store = try openStore(config.database)
+            store = try openStore(config.database, fanOutPart: config.worker.fanOutPart)
         } catch {
             return fail("database \(config.database): \(error)")
         }
@@ -152,9 +152,10 @@ public enum APNsServer {
     }
 
     /// The store the config names, by scheme: one service whichever it is.
-    static func openStore(_ database: ServerConfig.Database) throws -> any DeliveryStore {
+    static func openStore(_ database: ServerConfig.Database,
+                          fanOutPart: Int = ServerConfig.WorkerConfig().fanOutPart) throws -> any DeliveryStore {
         switch database {
-        case .sqlite(let path): try SQLiteStore(path: path)
+        case .sqlite(let path): try SQLiteStore(path: path, fanOutPart: fanOutPart)
         case .postgres(let configuration): PostgresStore(configuration)
         }
     }

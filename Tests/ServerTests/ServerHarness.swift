@@ -85,6 +85,8 @@ final class ServerProcess: @unchecked Sendable {
     struct Options {
         var leaseSeconds = 30
         var batchSize = 1000
+        /// `worker.fan_out_part`: nil, the default.
+        var fanOutPart: Int?
         var pollMillis = 50
         var extraTopLevel = ""
         var maxAttempts = 25
@@ -138,6 +140,7 @@ final class ServerProcess: @unchecked Sendable {
               poll_interval_ms: \(options.pollMillis)
               max_attempts: \(options.maxAttempts)
               backoff_base_ms: \(options.backoffBaseMillis)
+              \(options.fanOutPart.map { "fan_out_part: \($0)" } ?? "")
             \(options.extraTopLevel)
             \(options.testClockFile.map { "test_clock_file: \($0)" } ?? "")
             apps:

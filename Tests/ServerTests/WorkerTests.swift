@@ -204,6 +204,9 @@ extension WorkerTests {
         var options = ServerProcess.Options()
         options.leaseSeconds = 2
         options.batchSize = 250
+        // Committed in five parts, each sent as it commits: what was handed over
+        // part by part is what a restart must send once.
+        options.fanOutPart = 1000
         let server = ServerProcess(sandbox: nil, production: production, options: options)
         let count = 5000
         let tokens = Harness.tokens(count, seed: 31)
