@@ -34,7 +34,7 @@ final class Lane: Sendable {
     /// How many wait in line, as of the last locked section: read without the lock,
     /// as a hint only (see `enter`).
     private let lineLength = Atomic<Int>(0)
-    private let state: Mutex<State>
+    private let state: SleepingLock<State>
     /// Per slot, the NUL-terminated token and apns-id a submitted request points at.
     /// Written only under the lock, for a slot that lock gives exclusive use of.
     nonisolated(unsafe) private let arena: UnsafeMutablePointer<CChar>
@@ -53,7 +53,7 @@ final class Lane: Sendable {
         self.metrics = metrics
         capacity = configuration.outstandingLimit
         providerToken = ProviderToken(credentials: configuration.credentials)
-        state = Mutex(State(capacity: capacity))
+        state = SleepingLock(State(capacity: capacity))
         arena = .allocate(capacity: capacity * Lane.slotStride)
         // The C thread reaches the lane through this box, filled once `self` exists;
         // it can call only after the first submit, which needs `self`.
