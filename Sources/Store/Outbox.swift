@@ -46,11 +46,11 @@ extension SQLiteStore {
             let inParts = lease != nil && deliveries.count > part && deliveries.allSatisfy(\.isDueNow)
             let claimed = try Self.insertDeliveries(db, notification, inParts ? Array(deliveries[..<part]) : deliveries,
                                                     payloadOf: payloadOf, now: now, lease: lease, devicesAsRead: true)
-            return (claimed, planned.plan, inParts ? FanOutRest(deliveries: deliveries, payloadOf: payloadOf,
-                                                                  devicesSeen: devicesSeen) : nil)
+            return (claimed: claimed, plan: planned.plan,
+                    rest: inParts ? FanOutRest(deliveries: deliveries, payloadOf: payloadOf, devicesSeen: devicesSeen) : nil)
         }
-        await leased(first.0)
-        guard let rest = first.2, let lease else { return first.1 }
+        await leased(first.claimed)
+        guard let rest = first.rest, let lease else { return first.plan }
         var start = part
         while start < rest.deliveries.count {
             let range = start..<min(start + part, rest.deliveries.count)
@@ -70,7 +70,7 @@ extension SQLiteStore {
             }
             start = range.upperBound
         }
-        return first.1
+        return first.plan
     }
 
     /// What a fan-out in parts still has to write after its first part.
