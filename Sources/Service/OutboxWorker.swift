@@ -41,11 +41,11 @@ final class OutboxWorker: Service, Sendable {
     static let finishWaitMillis: Int64 = 100
     /// Claimed and not yet answered, per loop, at most, in batches: the engine's
     /// window is 2,000 requests, and the next claims are in hand before it drains.
-    /// (Answered and not yet recorded: up to `heldBatches` batches more.)
+    /// (Answered and not yet recorded: up to `finishesAhead` finish batches more.)
     static let batchesAhead = 4
-    /// In hand, answered or not, in batches: room for two finish transactions
-    /// queued behind the writer's other work, and the one being collected.
-    static let heldBatches = 32
+    /// Answered and not yet recorded, in finish batches: one being written, one
+    /// queued behind the writer's other work (a fan-out's part), one being collected.
+    static let finishesAhead = 3
 
     init(config: ServerConfig, store: any DeliveryStore, clients: APNsClients, metrics: ServiceMetrics,
          wakeup: WorkerWakeup, handoff: Handoff?, logger: Logger) {
@@ -125,7 +125,8 @@ final class OutboxWorker: Service, Sendable {
                 // to send), and memory bounded (held: answered but not yet recorded too;
                 // handed over and waiting is held, but not in hand yet).
                 let waiting = handoff?.queued(worker) ?? 0
-                if sink.unanswered > highWater - batchSize || held.count - waiting > Self.heldBatches * batchSize {
+                if sink.unanswered > highWater - batchSize
+                    || held.count - waiting > highWater + Self.finishesAhead * Self.finishBatch {
                     try? await Task.sleep(for: .milliseconds(1))
                     continue
                 }
