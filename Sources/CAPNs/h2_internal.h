@@ -96,6 +96,8 @@ typedef struct h2_conn {
     proxy_tunnel *tunnel;       /* with a proxy, until its CONNECT succeeded; then NULL */
     h2_link streams;
     size_t in_flight;           /* submitted to nghttp2 and not closed yet, done ones included */
+    bool read_more;             /* the last read stopped at its budget: read again at once */
+    uint64_t read_turn;         /* the loop turn of the last read */
     bool draining;              /* GOAWAY, stream ids used up, or retired after an answer
                                    (TooManyProviderTokenUpdates, Shutdown): no new streams here */
     bool lost;                  /* died by an error or the peer, not by our choice */
@@ -127,6 +129,7 @@ struct h2_transport {
     socklen_t good_addrlen;             /* 0 = none yet */
     h2_link free, pending, age, conns;
     int64_t now_ns;             /* taken once per loop iteration */
+    uint64_t turn;              /* loop iterations */
     char authority[320];
     size_t authority_len;
     char auth[CAPNS_JWT_MAX + 8];    /* "bearer <jwt>", "" when none was set */
@@ -161,8 +164,9 @@ int h2_session_start(h2_conn *c);
 /* Opens a stream for st and moves it onto c's list; a negative nghttp2 error leaves
  * st where it was (NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE also marks c draining). */
 int h2_session_submit(h2_conn *c, h2_stream *st);
-/* Reads until the socket is drained; -1 on EOF or error (c->error set). */
-int h2_session_read(h2_conn *c);
+/* Reads until the socket is drained (0), or until budget bytes were read when budget
+ * is not 0 (1: more may wait); -1 on EOF or error (c->error set). */
+int h2_session_read(h2_conn *c, size_t budget);
 /* Writes what nghttp2 has to send, batched; -1 on error (c->error set). */
 int h2_session_write(h2_conn *c);
 uint32_t h2_session_max_streams(h2_conn *c);

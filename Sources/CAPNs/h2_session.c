@@ -309,16 +309,19 @@ static int io_error(h2_conn *c, int rv, const char *what)
     return -1;
 }
 
-int h2_session_read(h2_conn *c)
+int h2_session_read(h2_conn *c, size_t budget)
 {
     h2_transport *t = c->t;
-    for (;;) {
+    for (size_t taken = 0;;) {
+        if (budget && taken >= budget)
+            return 1;
         ERR_clear_error();
         errno = 0;
         int n = SSL_read(c->ssl, t->rbuf, sizeof t->rbuf);
         if (n <= 0)
             return io_error(c, n, "read");
         CAPNS_STAT_ADD(t->s, bytes_received, (uint64_t)n);
+        taken += (size_t)n;
         c->last_read_ns = t->now_ns;
         ssize_t rv = nghttp2_session_mem_recv(c->session, t->rbuf, (size_t)n);
         if (rv < 0) {
