@@ -2,10 +2,11 @@
  * conn.c - one client connection on a loop thread: accept, TLS handshake
  * with ALPN h2, the nghttp2 server session, reads and batched writes.
  *
- * Reads go straight from SSL_read into nghttp2_session_mem_recv, 64 KiB at a
- * time. Writes collect nghttp2_session_mem_send's chunks into one buffer and
- * hand it to SSL_write in one call, so a burst of a thousand answers is a few
- * TLS records, not a thousand.
+ * Reads go straight from SSL_read into nghttp2_session_mem_recv, one TLS
+ * record a turn, and that record's answers leave before the next is read.
+ * Writes collect nghttp2_session_mem_send's chunks into one buffer and hand it
+ * to SSL_write in one call, so a burst of answers is a few TLS records, not one
+ * per answer.
  *
  * Invariant: a connection is freed only when it is closed and no timer holds
  * it (refs == 0); closing twice is harmless.
@@ -183,24 +184,25 @@ static bool handshake(mock_conn *c)
 
 /* ------------------------------------------------------------ reading */
 
-/* Returns false when the connection is finished (peer closed or error). */
+/* One TLS record (at most 16 KiB, some fifty requests) a call, then its answers
+ * leave (mock__conn_io flushes) before the next is read: APNs answers each request
+ * as it is done, and a mock that read on while a thousand requests waited held
+ * every answer back until the last was read, leaving the client idle for
+ * milliseconds at a time. Returns false when the connection is finished (peer
+ * closed or error). */
 static bool read_some(mock_conn *c)
 {
     capns_mock *m = c->loop->mock;
-    for (int rounds = 0; rounds < 16; rounds++) {
-        ERR_clear_error();
-        int n = SSL_read(c->ssl, c->loop->rbuf, sizeof c->loop->rbuf);
-        if (n <= 0) {
-            int e = SSL_get_error(c->ssl, n);
-            return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
-        }
-        MOCK_ADD(m, bytes_in, (uint64_t)n);
-        c->last_read_ns = c->loop->now_ns;
-        if (nghttp2_session_mem_recv(c->h2, c->loop->rbuf, (size_t)n) < 0)
-            return false;
-        if (c->reset_pending)
-            return true;
+    ERR_clear_error();
+    int n = SSL_read(c->ssl, c->loop->rbuf, sizeof c->loop->rbuf);
+    if (n <= 0) {
+        int e = SSL_get_error(c->ssl, n);
+        return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
     }
+    MOCK_ADD(m, bytes_in, (uint64_t)n);
+    c->last_read_ns = c->loop->now_ns;
+    if (nghttp2_session_mem_recv(c->h2, c->loop->rbuf, (size_t)n) < 0)
+        return false;
     return true;                /* more may be waiting: level-triggered epoll calls again */
 }
 
