@@ -1,4 +1,5 @@
 import CAPNs
+import Glibc
 import Logging
 import Synchronization
 
@@ -17,10 +18,12 @@ import Synchronization
 /// resends go straight back to the transport without a hop through the caller;
 /// only a final result leaves the lane.
 ///
-/// Every C call (submit, set authorization) is made under `state`'s lock, and
-/// `destroy` sets `destroyed` under that lock before freeing the C sender: no
-/// call can reach a freed sender. `destroy` itself runs outside the lock, since
-/// the sender thread takes it to deliver the last completions.
+/// A locked section only decides: which slots go out, which requests end. The C
+/// submit (a lock, a copy and often a system call to wake the sender thread) is
+/// made after the lock is let go, so that callers and the sender thread do not
+/// queue behind it (`settle`). `destroy` sets `cGone` and then waits until no
+/// submit is under way before it frees the C sender: no call can reach a freed
+/// sender. Authorization is set under the lock, with the same flag checked.
 final class Lane: Sendable {
     let environment: Environment
     let endpoint: Endpoint
@@ -35,6 +38,9 @@ final class Lane: Sendable {
     /// as a hint only (see `enter`).
     private let lineLength = Atomic<Int>(0)
     private let state: SleepingLock<State>
+    /// Submits under way outside the lock, and the flag that stops new ones: see `transmit`.
+    private let submitting = Atomic<Int>(0)
+    private let cGone = Atomic<Bool>(false)
     /// Per slot, the NUL-terminated token and apns-id a submitted request points at.
     /// Written only under the lock, for a slot that lock gives exclusive use of.
     nonisolated(unsafe) private let arena: UnsafeMutablePointer<CChar>
@@ -170,6 +176,10 @@ final class Lane: Sendable {
     /// What a locked section decided and must be done after unlocking: resume
     /// tasks, hand results over, record metrics.
     private struct Effects {
+        /// Prepared under the lock, submitted after it (`settle`): new requests, and
+        /// requests the server did not process, which go ahead of new ones.
+        var fresh = Requests()
+        var resends = Requests()
         var finals: [(Owner, DeliveryResult, unreachable: Bool)] = []
         var pokes: [BatchInbox] = []
         var drained: [CheckedContinuation<Void, Never>] = []
@@ -193,6 +203,32 @@ final class Lane: Sendable {
             for (inbox, items) in byInbox { inbox.push(items) }
             for inbox in pokes { inbox.poke() }
             for c in drained { c.resume() }
+        }
+    }
+
+    /// Requests to submit in one call. A single caller's one request is kept inline:
+    /// a send's path allocates no array for it.
+    private struct Requests {
+        private var first: capns_request?
+        private var more: [capns_request] = []
+
+        var isEmpty: Bool { first == nil }
+
+        mutating func append(_ r: capns_request) {
+            if first == nil { first = r } else { more.append(r) }
+        }
+
+        /// Empties it, and calls `body` with what it held, in order.
+        @discardableResult
+        mutating func drain<R>(_ body: (UnsafeBufferPointer<capns_request>) -> R) -> R? {
+            guard let head = first else { return nil }
+            first = nil
+            defer { more.removeAll() }
+            if more.isEmpty {
+                return withUnsafePointer(to: head) { body(UnsafeBufferPointer(start: $0, count: 1)) }
+            }
+            more.insert(head, at: 0)
+            return more.withUnsafeBufferPointer(body)
         }
     }
 
@@ -290,7 +326,7 @@ final class Lane: Sendable {
             }
         }
         if let unused = ahead { capns_message_release(unused.message) }
-        fx.run(metrics)
+        settle(&fx)
     }
 
     /// Every locked section goes through here, so that `lineLength` follows the line.
@@ -319,7 +355,7 @@ final class Lane: Sendable {
                 s.slots[slot].cancelled = true
             }
         }
-        fx.run(metrics)
+        settle(&fx)
     }
 
     /// The result of a caller's send that never left.
@@ -354,7 +390,7 @@ final class Lane: Sendable {
             submitStarts(&s, &fx)
             return .started(started.count)
         }
-        fx.run(metrics)
+        settle(&fx)
         return result
     }
 
@@ -370,7 +406,7 @@ final class Lane: Sendable {
             for r in mine { finish(&s, r.slot, status: 0, reason: nil, error: "cancelled before it was sent again", &fx) }
             submitStarts(&s, &fx)
         }
-        fx.run(metrics)
+        settle(&fx)
     }
 
     private func fill(_ s: inout State, slot: Int, _ request: Request, owner: Owner, callerID: Int = 0) {
@@ -397,7 +433,9 @@ final class Lane: Sendable {
         }
     }
 
-    /// Hands these slots' requests to the transport, or ends them when it is gone.
+    /// Prepares these slots' requests for the transport (`settle` submits them once
+    /// the lock is let go), or ends them when it is gone. A slot counts its attempt
+    /// now: its answer can arrive before the submitting thread returns.
     private func submit(_ s: inout State, _ run: some Collection<Int>, resend: Bool, _ fx: inout Effects) {
         guard !run.isEmpty else { return }
         guard !s.destroyed else {
@@ -418,31 +456,62 @@ final class Lane: Sendable {
             s.token = current
             s.tokenRecheck = now + .seconds(1)
         }
-        // Never an older token after a newer one: generations only go up here.
+        // Never an older token after a newer one: generations only go up here. Under
+        // the lock, which `destroy` takes to set `destroyed`, checked above.
         if current.generation > s.installedGeneration {
             connection.setAuthorization(current.jwt)
             s.installedGeneration = current.generation
         }
-        let taken = withUnsafeTemporaryAllocation(of: capns_request.self, capacity: run.count) { reqs in
-            for (k, slot) in run.enumerated() {
-                let base = arena + slot * Lane.slotStride
-                reqs[k] = capns_request(tag: UInt64(slot), message: s.slots[slot].message,
+        for slot in run {
+            let base = arena + slot * Lane.slotStride
+            let request = capns_request(tag: UInt64(slot), message: s.slots[slot].message,
                                         token: UnsafePointer(base), apns_id: UnsafePointer(base + Lane.tokenStride))
-            }
-            return connection.submit(UnsafeBufferPointer(reqs), resend: resend)
-        }
-        for slot in run.prefix(taken) {
+            if resend { fx.resends.append(request) } else { fx.fresh.append(request) }
             s.slots[slot].attempts += 1
             s.slots[slot].generation = current.generation
             s.slots[slot].notProcessed = false
             if s.slots[slot].firstSent == nil { s.slots[slot].firstSent = now }
         }
-        // The table is no larger than the C queue, and tokens and apns-ids were checked
-        // before they got here: the transport refuses only while it stops.
-        for slot in run.dropFirst(taken) {
-            finish(&s, slot, status: 0, reason: nil, error: APNsError.shutDown.description, &fx)
+    }
+
+    /// After a locked section: submits what it prepared, then resumes and hands over
+    /// what ended. Submitting can end requests (the transport refuses only while it
+    /// stops), and ending one can start a waiting one, hence the loop.
+    private func settle(_ fx: inout Effects) {
+        while !fx.resends.isEmpty || !fx.fresh.isEmpty {
+            var refused: [Int] = []
+            func send(_ requests: UnsafeBufferPointer<capns_request>, resend: Bool) {
+                let taken = transmit(requests, resend: resend)
+                for r in requests.dropFirst(taken) { refused.append(Int(r.tag)) }
+            }
+            fx.resends.drain { send($0, resend: true) }
+            fx.fresh.drain { send($0, resend: false) }
+            if !refused.isEmpty {
+                locked { s in
+                    for slot in refused {
+                        // Never sent after all: the attempt counted in `submit` is undone.
+                        s.slots[slot].attempts -= 1
+                        if s.slots[slot].attempts == 0 { s.slots[slot].firstSent = nil }
+                        finish(&s, slot, status: 0, reason: nil, error: APNsError.shutDown.description, &fx)
+                    }
+                    submitStarts(&s, &fx)
+                }
+            }
         }
+        fx.run(metrics)
+    }
+
+    /// The one C submit, outside the lock. `destroy` raises `cGone` and then waits for
+    /// `submitting` to reach 0, while a submit raises `submitting` and then reads
+    /// `cGone` (both sequentially consistent): one of the two sees the other, so no
+    /// submit reaches a freed sender. Returns how many the transport took.
+    private func transmit(_ requests: UnsafeBufferPointer<capns_request>, resend: Bool) -> Int {
+        submitting.add(1, ordering: .sequentiallyConsistent)
+        defer { submitting.subtract(1, ordering: .sequentiallyConsistent) }
+        guard !cGone.load(ordering: .sequentiallyConsistent) else { return 0 }
+        let taken = connection.submit(requests, resend: resend)
         metrics.sent.increment(by: Int64(taken))
+        return taken
     }
 
     /// Submits the slots filled for waiting callers, in one call. Ending a request
@@ -459,6 +528,9 @@ final class Lane: Sendable {
 
     private func complete(_ batch: UnsafeBufferPointer<capns_completion>) {
         var fx = Effects()
+        // Room for every answer's result at once: grown one append at a time, a batch of
+        // 256 reallocated and copied its ~40 KB of results eight times.
+        fx.finals.reserveCapacity(batch.count)
         locked { s in
             let now = clock.now
             var resends: [Int] = [], again: [Int] = []
@@ -498,7 +570,7 @@ final class Lane: Sendable {
             submitStarts(&s, &fx)
             armTimer(&s)
         }
-        fx.run(metrics)
+        settle(&fx)
     }
 
     private func answered(_ s: inout State, _ slot: Int, _ c: capns_completion, now: ContinuousClock.Instant,
@@ -625,7 +697,7 @@ final class Lane: Sendable {
             submitStarts(&s, &fx)
             armTimer(&s)
         }
-        fx.run(metrics)
+        settle(&fx)
     }
 
     // MARK: - Shutdown
@@ -643,7 +715,7 @@ final class Lane: Sendable {
                 }
             }
         }
-        fx.run(metrics)
+        settle(&fx)
     }
 
     /// Returns once every request started has its final result (retries included).
@@ -661,6 +733,9 @@ final class Lane: Sendable {
     /// Frees the C sender; after this no C call is made (they end as shut down).
     func destroy() {
         state.withLock { $0.destroyed = true }
+        cGone.store(true, ordering: .sequentiallyConsistent)
+        // A submit that read `cGone` false a moment ago is a C call of microseconds.
+        while submitting.load(ordering: .sequentiallyConsistent) > 0 { sched_yield() }
         connection.destroy()
     }
 
@@ -721,3 +796,4 @@ extension Lane {
         }
     }
 }
+

@@ -6,8 +6,9 @@ import Testing
 
 /// issue #13, defect 2: `shutdown()` used to free the C sender while a batch still
 /// held tokens; the batch then submitted into freed memory (AddressSanitizer showed
-/// the heap-use-after-free). Now every C call is made under the lane's lock and
-/// destroy sets the flag that stops them first: the rest end with status 0 and the
+/// the heap-use-after-free). Now destroy stops every further C call first (set
+/// authorization under the lane's lock, a submit by the flag `Lane.transmit` checks)
+/// and waits out the submits under way: the rest end with status 0 and the
 /// shut-down error. scripts/sanitize.sh runs this suite under ASan.
 @Suite struct ShutdownRaceTests {
     /// The issue's scenario: `maxInFlight: 1`, 6 tokens; take one result, wait
@@ -46,6 +47,32 @@ import Testing
         #expect(Set(results.map(\.token)) == Set(tokens))
         #expect(results.allSatisfy { $0.status == 200 || ($0.status == 0 && $0.error == APNsError.shutDown.description) })
         #expect(client.dispatcher.defaultLane.audit.busy == 0)
+    }
+
+    /// The C submit is made outside the lane's lock (issue #9): a lane destroyed while
+    /// thousands of callers submit, with no close and no drain first, waits out the
+    /// submits under way and stops the rest, so none reaches the freed sender (ASan
+    /// would report it), and every caller still ends with exactly one result.
+    @Test func aLaneDestroyedUnderConcurrentSubmitsNeverReachesAFreedSender() async throws {
+        let mock = try Harness.mock { $0.latency = .milliseconds(2) }
+        let client = try Harness.client(mock, transport: .nghttp2, maxInFlight: 50)
+        let lane = client.dispatcher.defaultLane
+        let tokens = Harness.tokens(3_000)
+        let note = Harness.notification()
+        let tasks = tokens.map { token in Task { try? await client.send(note, to: token) } }
+        while mock.statistics().requests < 200 { try await Task.sleep(for: .milliseconds(1)) }
+        lane.destroy()
+        var results: [DeliveryResult] = []
+        for task in tasks { if let r = await task.value { results.append(r) } }
+        await client.shutdown()
+
+        #expect(results.count == tokens.count)
+        #expect(Set(results.map(\.token)) == Set(tokens))
+        #expect(results.contains { $0.status == 200 }, "answered before the lane went")
+        #expect(results.contains { $0.status == 0 }, "ended by the lane going")
+        #expect(results.allSatisfy { $0.status == 200 || $0.status == 0 })
+        #expect(lane.audit.busy == 0)
+        #expect(lane.audit.slotsHoldingMessages == 0)
     }
 
     /// Callers waiting for room when the client shuts down end at once with
