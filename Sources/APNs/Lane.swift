@@ -796,4 +796,3 @@ extension Lane {
         }
     }
 }
-
