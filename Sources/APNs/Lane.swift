@@ -218,17 +218,17 @@ final class Lane: Sendable {
             if first == nil { first = r } else { more.append(r) }
         }
 
-        /// Empties it, and calls `body` with what it held, in order.
-        @discardableResult
-        mutating func drain<R>(_ body: (UnsafeBufferPointer<capns_request>) -> R) -> R? {
-            guard let head = first else { return nil }
+        /// Empties it, and calls `body` with what it held, in order (not at all when empty).
+        mutating func drain(_ body: (UnsafeBufferPointer<capns_request>) -> Void) {
+            guard let head = first else { return }
             first = nil
             defer { more.removeAll() }
             if more.isEmpty {
-                return withUnsafePointer(to: head) { body(UnsafeBufferPointer(start: $0, count: 1)) }
+                withUnsafePointer(to: head) { body(UnsafeBufferPointer(start: $0, count: 1)) }
+            } else {
+                more.insert(head, at: 0)
+                more.withUnsafeBufferPointer(body)
             }
-            more.insert(head, at: 0)
-            return more.withUnsafeBufferPointer(body)
         }
     }
 
