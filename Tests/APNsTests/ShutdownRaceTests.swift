@@ -1,5 +1,6 @@
 import APNsMock
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 @testable import APNs
@@ -54,16 +55,26 @@ import Testing
     /// submits under way and stops the rest, so none reaches the freed sender (ASan
     /// would report it), and every caller still ends with exactly one result.
     @Test func aLaneDestroyedUnderConcurrentSubmitsNeverReachesAFreedSender() async throws {
-        let mock = try Harness.mock { $0.latency = .milliseconds(2) }
+        // 3,000 sends at 100 slots take 60 answer times: with 50 ms each the run lasts
+        // 3 s, so the destroy comes mid-run. It is made from a thread of its own, not a
+        // task: in a full `swift test` the task pool can be held up for seconds, and a
+        // polling task (at 2 ms an answer) once looked only after the last answer.
+        let mock = try Harness.mock { $0.latency = .milliseconds(50) }
         let client = try Harness.client(mock, transport: .nghttp2, maxInFlight: 50)
         let lane = client.dispatcher.defaultLane
         let tokens = Harness.tokens(3_000)
         let note = Harness.notification()
+        let destroyed = DestroyedFlag()
+        Thread {
+            let deadline = ContinuousClock.now + .seconds(120)
+            while mock.statistics().requests < 200 && ContinuousClock.now < deadline { usleep(500) }
+            lane.destroy()
+            destroyed.value.store(true, ordering: .releasing)
+        }.start()
         let tasks = tokens.map { token in Task { try? await client.send(note, to: token) } }
-        while mock.statistics().requests < 200 { try await Task.sleep(for: .milliseconds(1)) }
-        lane.destroy()
         var results: [DeliveryResult] = []
         for task in tasks { if let r = await task.value { results.append(r) } }
+        while !destroyed.value.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
         await client.shutdown()
 
         #expect(results.count == tokens.count)
@@ -123,4 +134,8 @@ import ServiceLifecycle
         #expect(results.filter { $0.attempts > 0 }.allSatisfy { $0.status == 200 }, "what was in flight was answered")
         await #expect(throws: APNsError.shutDown) { try await client.send(Harness.notification(), to: tokens[0]) }
     }
+}
+
+private final class DestroyedFlag: Sendable {
+    let value = Atomic<Bool>(false)
 }
