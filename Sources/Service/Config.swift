@@ -20,6 +20,9 @@ public struct ServerConfig: Sendable {
     public var apps: [AppConfig]
     public var worker: WorkerConfig
     public var retention = RetentionConfig()
+    /// A user's active tokens per app (device tokens and Live Activity tokens each):
+    /// a registration beyond it deactivates the user's oldest.
+    public var maxTokensPerUser = 20
     /// Largest request body; a larger one is answered 413 without being read.
     public var maxBodyBytes: Int
     /// A connection that sends nothing for this long is closed (slow clients).
@@ -58,6 +61,9 @@ public struct ServerConfig: Sendable {
         public var days = 30
         /// How often the pruner looks (and once at start).
         public var intervalSeconds = 3600
+        /// Tokens deactivated (logout, a 410, replaced) longer ago than this are
+        /// deleted; 0 keeps them.
+        public var inactiveDeviceDays = 90
     }
 
     /// The variables that override the file's values. Paths they give are relative
@@ -238,6 +244,8 @@ extension ServerConfig {
         if var r = try reader.mapping("retention") {
             retention.days = try r.int("days", default: retention.days, range: 0...36_500)
             retention.intervalSeconds = try r.int("interval_seconds", default: retention.intervalSeconds, range: 1...86_400)
+            retention.inactiveDeviceDays = try r.int("inactive_device_days", default: retention.inactiveDeviceDays,
+                                                     range: 0...36_500)
             try r.rejectUnknown()
         }
 
@@ -255,6 +263,7 @@ extension ServerConfig {
             apps.append(app)
         }
         let poolSize = try reader.int("database_pool_size", default: 10, range: 1...1000)
+        let maxTokensPerUser = try reader.int("max_tokens_per_user", default: 20, range: 1...10_000)
         if case .postgres(var c) = parsedDatabase {
             c.maximumConnections = poolSize
             parsedDatabase = .postgres(c)
@@ -276,6 +285,7 @@ extension ServerConfig {
                                   userJWTSecret: secret, apps: apps, worker: worker, maxBodyBytes: maxBody,
                                   idleTimeoutSeconds: idle, logLevel: logLevel, testClockFile: testClockFile)
         config.retention = retention
+        config.maxTokensPerUser = maxTokensPerUser
         return config
     }
 

@@ -8,6 +8,7 @@ struct APIError: Error, Sendable {
     static func badRequest(_ message: String) -> APIError { APIError(status: .badRequest, message: message) }
     static func unauthorized(_ message: String) -> APIError { APIError(status: .unauthorized, message: message) }
     static func notFound(_ message: String) -> APIError { APIError(status: .notFound, message: message) }
+    static func conflict(_ message: String) -> APIError { APIError(status: .conflict, message: message) }
     static func tooLarge(_ limit: Int) -> APIError {
         APIError(status: .contentTooLarge, message: "request body is larger than \(limit) bytes")
     }

@@ -30,6 +30,18 @@ enum Registration {
             appVersion: try optionalText(body, "appVersion"), environment: environment)
     }
 
+    /// Stores `devices`, all or none, each user keeping at most the configured number
+    /// of active tokens per app. A token registered as a Live Activity token is a 409
+    /// (one kind never becomes the other); with `listed`, the error names the entry.
+    static func store(_ devices: [DeviceRegistration], in store: any DeliveryStore, config: ServerConfig,
+                      listed: Bool = false) async throws {
+        let refusal = try await store.register(devices, maxActive: config.maxTokensPerUser, now: Clock.nowMillis)
+        if let refusal {
+            let entry = listed ? "devices[\(refusal.index)]: " : ""
+            throw APIError.conflict(entry + "deviceToken is registered as a Live Activity token")
+        }
+    }
+
     /// Lower-case hex, 64 to 200 digits, an even count; nil otherwise.
     static func normalizeToken(_ token: String) -> String? {
         let utf8 = token.utf8

@@ -37,6 +37,25 @@ public struct ChannelRow: Sendable, Hashable {
     }
 }
 
+/// Which app users may read a channel's id (to subscribe their Live Activity to
+/// it), as the backend said: everyone, or the users and the company it names.
+/// The backend itself always may.
+public struct ChannelAudience: Sendable, Hashable {
+    public var isPublic: Bool
+    public var userIDs: [String]
+    /// Every user whose JWT carries this `company_id`.
+    public var companyID: String?
+
+    public init(isPublic: Bool = false, userIDs: [String] = [], companyID: String? = nil) {
+        self.isPublic = isPublic
+        self.userIDs = userIDs
+        self.companyID = companyID
+    }
+
+    /// No app user: a channel created without an audience has this one.
+    public static let nobody = ChannelAudience()
+}
+
 /// A broadcast as recorded before it is sent.
 public struct NewBroadcast: Sendable, Hashable {
     public var id: String
@@ -129,6 +148,17 @@ extension SQLiteStore {
         }
     }
 
+    public func channel(_ key: ChannelKey, visibleTo userID: String, companyID: String?) async throws(StoreError) -> ChannelRow? {
+        try await read("read a channel") { db in
+            try Row.fetchOne(db, sql: Self.channelSelect + """
+                WHERE app_type = :app AND environment = :environment AND entity_type = :type AND entity_id = :entity
+                  AND (is_public = 1 OR audience_company = :company
+                       OR EXISTS (SELECT 1 FROM channel_users m WHERE m.channel = channels.id AND m.user_id = :user))
+                """, arguments: ["app": key.appType, "environment": key.environment, "type": key.entityType,
+                                 "entity": key.entityID, "company": companyID, "user": userID]).map(ChannelRow.init(row:))
+        }
+    }
+
     public func channels(appType: String, environment: String?, entityType: String?) async throws(StoreError) -> [ChannelRow] {
         try await read("list channels") { db in
             try Row.fetchAll(db, sql: Self.channelSelect + """
@@ -138,7 +168,7 @@ extension SQLiteStore {
         }
     }
 
-    public func addChannel(_ channel: ChannelRow) async throws(StoreError) -> ChannelRow {
+    public func addChannel(_ channel: ChannelRow, audience: ChannelAudience?) async throws(StoreError) -> ChannelRow {
         try await write("store a channel") { db in
             let k = channel.key
             try db.execute(sql: """
@@ -147,10 +177,28 @@ extension SQLiteStore {
                 ON CONFLICT (app_type, environment, entity_type, entity_id) DO NOTHING
                 """, arguments: [k.appType, k.environment, k.entityType, k.entityID, channel.channelID,
                                  channel.storagePolicy, channel.createdAt])
+            if let audience { _ = try Self.setChannelAudience(db, k, audience) }
             return try Row.fetchOne(db, sql: Self.channelSelect + """
                 WHERE app_type = ? AND environment = ? AND entity_type = ? AND entity_id = ?
                 """, arguments: [k.appType, k.environment, k.entityType, k.entityID]).map(ChannelRow.init(row:))!
         }
+    }
+
+    public func setChannelAudience(_ key: ChannelKey, _ audience: ChannelAudience) async throws(StoreError) -> Bool {
+        try await write("set a channel's audience") { db in try Self.setChannelAudience(db, key, audience) }
+    }
+
+    static func setChannelAudience(_ db: Database, _ key: ChannelKey, _ audience: ChannelAudience) throws -> Bool {
+        guard let id = try Int64.fetchOne(db, sql: """
+            SELECT id FROM channels WHERE app_type = ? AND environment = ? AND entity_type = ? AND entity_id = ?
+            """, arguments: [key.appType, key.environment, key.entityType, key.entityID]) else { return false }
+        try db.execute(sql: "UPDATE channels SET is_public = ?, audience_company = ? WHERE id = ?",
+                       arguments: [audience.isPublic, audience.companyID, id])
+        try db.execute(sql: "DELETE FROM channel_users WHERE channel = ?", arguments: [id])
+        try db.execute(sql: """
+            INSERT OR IGNORE INTO channel_users (channel, user_id) SELECT ?, value FROM json_each(?)
+            """, arguments: [id, jsonArray(audience.userIDs)])
+        return true
     }
 
     public func removeChannel(_ key: ChannelKey, channelID: String) async throws(StoreError) -> Bool {

@@ -12,9 +12,17 @@ public protocol DeliveryStore: Sendable {
 
     // MARK: Device registry
 
-    /// Upserts by (app type, token): a re-registered token is updated (and moved to
-    /// this user, reactivated, `registeredAt` = `now`), never duplicated.
-    func register(_ device: DeviceRegistration, now: Int64) async throws(StoreError)
+    /// Upserts each by (app type, token), all in one transaction: a re-registered
+    /// token is updated (and moved to this user, reactivated, `registeredAt` = `now`),
+    /// never duplicated. A token that moves to another user keeps nothing of the old
+    /// owner's (its name, versions, creation and last use are the new registration's).
+    /// Each user keeps at most `maxActive` active device tokens of an app: the oldest
+    /// registrations beyond that are deactivated ("replaced").
+    ///
+    /// Either every registration is stored or none: a refusal (a token that is a
+    /// Live Activity token) is returned with nothing stored, an error rolls back too.
+    func register(_ devices: [DeviceRegistration], maxActive: Int,
+                  now: Int64) async throws(StoreError) -> RegistrationRefusal?
 
     /// Soft-deletes one of this user's active tokens; false when it is not one of them.
     func unregister(userID: String, token: String, now: Int64) async throws(StoreError) -> Bool
@@ -111,26 +119,43 @@ public protocol DeliveryStore: Sendable {
     /// finished before it. One short transaction per call: the caller repeats until
     /// nothing is left, so no long transaction holds the writer (or VACUUM) back.
     func pruneLog(before cutoff: Int64, limit: Int) async throws(StoreError) -> PruneResult
+    /// Retention of the registry: deletes up to `limit` tokens deactivated before
+    /// `cutoff` (with what hangs on them: their Live Activity kind, their last use,
+    /// an activity's owner once none of its tokens is left); how many went.
+    func pruneDevices(inactiveBefore cutoff: Int64, limit: Int) async throws(StoreError) -> Int
 
     // MARK: Live Activities (tokens; their sends use the outbox above)
 
-    /// Upserts by (app type, token), like `register`: moved to this user, reactivated.
-    func registerLiveActivity(_ registration: LiveActivityRegistration, now: Int64) async throws(StoreError)
+    /// Upserts by (app type, token), like `register`: moved to this user, reactivated,
+    /// at most `maxActive` active Live Activity tokens per user and app. An activity
+    /// belongs to the user who first registered a token for it (per app): another
+    /// user's token for it is refused, as is a token that is a device token. A
+    /// refusal stores nothing.
+    func registerLiveActivity(_ registration: LiveActivityRegistration, maxActive: Int,
+                              now: Int64) async throws(StoreError) -> RegistrationRefusal?
     /// Soft-deletes one of this user's active Live Activity tokens; false when it is not one of them.
     func unregisterLiveActivity(userID: String, token: String, now: Int64) async throws(StoreError) -> Bool
     /// This user's active Live Activity tokens, newest first.
     func liveActivityTokens(userID: String) async throws(StoreError) -> [LiveActivityToken]
-    /// The active Live Activity tokens of an app a send targets, by user id.
+    /// The active Live Activity tokens of an app a send targets, by user id (an
+    /// activity's: its owner's only).
     func liveActivityTokens(appType: String, _ target: LiveActivityTarget) async throws(StoreError) -> [LiveActivityToken]
 
     // MARK: Broadcast channels and their sends
 
     func channel(_ key: ChannelKey) async throws(StoreError) -> ChannelRow?
+    /// The key's channel if its audience includes this app user (public, the user
+    /// named, or the user's company named); nil when there is none or it is not theirs.
+    func channel(_ key: ChannelKey, visibleTo userID: String, companyID: String?) async throws(StoreError) -> ChannelRow?
     /// An app's channels (of one environment and entity type, when given), by entity.
     func channels(appType: String, environment: String?, entityType: String?) async throws(StoreError) -> [ChannelRow]
     /// Stores a channel APNs created, unless its key has one already: returns the
     /// one stored (when it is not `channel`, the caller deletes its own on APNs).
-    func addChannel(_ channel: ChannelRow) async throws(StoreError) -> ChannelRow
+    /// With `audience`, the stored channel's audience becomes it; without, a new
+    /// channel has none (no app user may read it) and an existing one keeps its own.
+    func addChannel(_ channel: ChannelRow, audience: ChannelAudience?) async throws(StoreError) -> ChannelRow
+    /// Replaces the audience of the key's channel; false when the key has none.
+    func setChannelAudience(_ key: ChannelKey, _ audience: ChannelAudience) async throws(StoreError) -> Bool
     /// Forgets the key's channel if it is still `channelID`.
     func removeChannel(_ key: ChannelKey, channelID: String) async throws(StoreError) -> Bool
     /// Records a broadcast, pending, before it is sent.
@@ -180,6 +205,40 @@ public struct DeviceRegistration: Sendable, Hashable {
         self.osVersion = osVersion
         self.appVersion = appVersion
         self.environment = environment
+    }
+}
+
+/// Why a registration was refused; nothing of the request was stored.
+public struct RegistrationRefusal: Error, Sendable, Hashable {
+    public enum Reason: Sendable, Hashable {
+        /// The token is registered as the other kind: a device token registered as a
+        /// Live Activity token, or the reverse. One never becomes the other.
+        case otherKind
+        /// The activity belongs to another user of the app.
+        case activityOfAnotherUser
+    }
+
+    public var reason: Reason
+    /// Which registration of the list.
+    public var index: Int
+
+    public init(_ reason: Reason, index: Int = 0) {
+        self.reason = reason
+        self.index = index
+    }
+}
+
+/// Device tokens and Live Activity tokens each count against a user's cap apart:
+/// registering activities never pushes out the user's phones.
+enum TokenKind {
+    case device, liveActivity
+
+    /// The `devices` rows of this kind (SQL, the same on both stores).
+    var rows: String {
+        switch self {
+        case .device: "platform <> 'liveactivity'"
+        case .liveActivity: "platform = 'liveactivity'"
+        }
     }
 }
 
@@ -437,6 +496,19 @@ public struct DeliveryOutcome: Sendable, Hashable {
 }
 
 extension DeliveryStore {
+    /// One device registration without a cap on the user's tokens (tests seed with it).
+    @discardableResult
+    func register(_ device: DeviceRegistration, now: Int64) async throws(StoreError) -> RegistrationRefusal? {
+        try await register([device], maxActive: .max, now: now)
+    }
+
+    /// One Live Activity registration without a cap on the user's tokens.
+    @discardableResult
+    func registerLiveActivity(_ registration: LiveActivityRegistration,
+                              now: Int64) async throws(StoreError) -> RegistrationRefusal? {
+        try await registerLiveActivity(registration, maxActive: .max, now: now)
+    }
+
     /// Every delivery at once: for tests and small notifications.
     public func notification(id: String) async throws(StoreError) -> NotificationView? {
         try await notification(id: id, limit: Int.max, after: nil)

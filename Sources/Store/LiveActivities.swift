@@ -5,7 +5,9 @@ import GRDB
 // (never listed with the device tokens, never in a fan-out: those read platform
 // 'ios'), plus a `live_activity_tokens` row saying which kind it is. Sharing the
 // devices table gives these tokens the outbox's claim check, the 410 rules and the
-// cross-environment retry unchanged.
+// cross-environment retry unchanged. An activity belongs to the user who first
+// registered a token for it (`live_activities`, per app): another user cannot add a
+// token to it, and a send to the activity reaches its owner's tokens only.
 
 /// Where a Live Activity push token reaches.
 public enum LiveActivityKind: Sendable, Hashable {
@@ -74,34 +76,62 @@ public enum LiveActivityTarget: Sendable, Hashable {
 }
 
 extension SQLiteStore {
-    public func registerLiveActivity(_ r: LiveActivityRegistration, now: Int64) async throws(StoreError) {
-        try await write("register a Live Activity token") { db in
-            let id = try Int64.fetchOne(db, sql: """
-                INSERT INTO devices (user_id, app_type, token, platform, environment, is_active,
-                                     registered_at, created_at, updated_at)
-                VALUES (?, ?, ?, 'liveactivity', ?, 1, ?, ?, ?)
-                ON CONFLICT (app_type, token) DO UPDATE SET
-                    user_id = excluded.user_id,
-                    company_id = NULL,
-                    platform = excluded.platform,
-                    environment = excluded.environment,
-                    is_active = 1,
-                    deactivated_reason = NULL,
-                    deactivated_at = NULL,
-                    registered_at = excluded.registered_at,
-                    updated_at = excluded.updated_at
-                RETURNING id
-                """, arguments: [r.userID, r.appType, r.token.lowercased(), r.environment, now, now, now])!
-            let (kind, activity): (String, String?) = switch r.kind {
-            case .update(let activityID): ("update", activityID)
-            case .start: ("start", nil)
+    public func registerLiveActivity(_ r: LiveActivityRegistration, maxActive: Int,
+                                     now: Int64) async throws(StoreError) -> RegistrationRefusal? {
+        try await writeUnlessRefused("register a Live Activity token") { db in
+            if let reason = try Self.registerLiveActivity(db, r, maxActive: maxActive, now: now) {
+                throw RegistrationRefusal(reason)
             }
-            try db.execute(sql: """
-                INSERT INTO live_activity_tokens (device_id, kind, activity_id, attributes_type) VALUES (?, ?, ?, ?)
-                ON CONFLICT (device_id) DO UPDATE SET kind = excluded.kind, activity_id = excluded.activity_id,
-                                                      attributes_type = excluded.attributes_type
-                """, arguments: [id, kind, activity, r.attributesType])
         }
+    }
+
+    static func registerLiveActivity(_ db: Database, _ r: LiveActivityRegistration, maxActive: Int,
+                                     now: Int64) throws -> RegistrationRefusal.Reason? {
+        let token = r.token.lowercased()
+        let existing = try Row.fetchOne(db, sql: "SELECT id, user_id, platform FROM devices WHERE app_type = ? AND token = ?",
+                                        arguments: [r.appType, token])
+        if let existing, existing["platform"] as String != "liveactivity" { return .otherKind }
+        let (kind, activity): (String, String?) = switch r.kind {
+        case .update(let activityID): ("update", activityID)
+        case .start: ("start", nil)
+        }
+        if let activity {
+            // The first registration of an activity makes its user the owner.
+            try db.execute(sql: """
+                INSERT INTO live_activities (app_type, activity_id, user_id, created_at) VALUES (?, ?, ?, ?)
+                ON CONFLICT (app_type, activity_id) DO NOTHING
+                """, arguments: [r.appType, activity, r.userID, now])
+            let owner = try String.fetchOne(db, sql: "SELECT user_id FROM live_activities WHERE app_type = ? AND activity_id = ?",
+                                            arguments: [r.appType, activity])
+            guard owner == r.userID else { return .activityOfAnotherUser }
+        }
+        let id = try Int64.fetchOne(db, sql: """
+            INSERT INTO devices (user_id, app_type, token, platform, environment, is_active,
+                                 registered_at, created_at, updated_at)
+            VALUES (:user, :app, :token, 'liveactivity', :environment, 1, :now, :now, :now)
+            ON CONFLICT (app_type, token) DO UPDATE SET
+                created_at = CASE WHEN user_id = excluded.user_id THEN created_at ELSE excluded.created_at END,
+                user_id = excluded.user_id,
+                company_id = NULL,
+                environment = excluded.environment,
+                is_active = 1,
+                deactivated_reason = NULL,
+                deactivated_at = NULL,
+                registered_at = excluded.registered_at,
+                updated_at = excluded.updated_at
+            RETURNING id
+            """, arguments: ["user": r.userID, "app": r.appType, "token": token, "environment": r.environment,
+                             "now": now])!
+        if let existing, existing["user_id"] as String != r.userID {
+            try forgetUse(db, deviceID: id)
+        }
+        try db.execute(sql: """
+            INSERT INTO live_activity_tokens (device_id, kind, activity_id, attributes_type) VALUES (?, ?, ?, ?)
+            ON CONFLICT (device_id) DO UPDATE SET kind = excluded.kind, activity_id = excluded.activity_id,
+                                                  attributes_type = excluded.attributes_type
+            """, arguments: [id, kind, activity, r.attributesType])
+        try retireOldest(db, keeping: maxActive, of: .liveActivity, userID: r.userID, appType: r.appType, now: now)
+        return nil
     }
 
     public func unregisterLiveActivity(userID: String, token: String, now: Int64) async throws(StoreError) -> Bool {
@@ -139,9 +169,12 @@ extension SQLiteStore {
                       AND d.user_id IN (SELECT value FROM json_each(?))
                     """ + order, arguments: [appType, attributesType, jsonArray(users)])
             case .activity(let activityID):
+                // Its owner's tokens only: another user's token under the same id (one
+                // registered before owners were kept) reaches no one.
                 try Row.fetchAll(db, sql: Self.liveActivitySelect + """
                     WHERE \(active) AND l.kind = 'update' AND l.activity_id = ?
-                    """ + order, arguments: [appType, activityID])
+                      AND d.user_id = (SELECT user_id FROM live_activities WHERE app_type = d.app_type AND activity_id = ?)
+                    """ + order, arguments: [appType, activityID, activityID])
             }
             return rows.map(LiveActivityToken.init(row:))
         }

@@ -9,7 +9,7 @@ import GRDB
 /// steps are one `BEGIN IMMEDIATE` transaction: the second process waits for the
 /// first, then finds nothing to do.
 enum Migrations {
-    static let steps: [String] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
+    static let steps: [String] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11]
 
     static func apply(_ db: Database) throws {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
@@ -362,6 +362,44 @@ enum Migrations {
         BEGIN
             UPDATE device_changes SET generation = generation + 1;
         END;
+        """
+
+    /// Who may do what with whose tokens and channels.
+    /// - `live_activities`: an activity's owner, the user who first registered a
+    ///   token for it (per app). Existing activities get the user of their oldest
+    ///   token row; another user's tokens under the same id stay, and no send by
+    ///   the activity reaches them.
+    /// - A channel's audience: `is_public`, `audience_company`, and `channel_users`.
+    ///   Existing channels get none (only the backend reads them) until the backend
+    ///   names one.
+    /// - Deactivated tokens are pruned by age (`devices_inactive`); a row soft-deleted
+    ///   without a time gets its last update's.
+    static let v11 = """
+        CREATE TABLE live_activities (
+            app_type    TEXT    NOT NULL,
+            activity_id TEXT    NOT NULL,
+            user_id     TEXT    NOT NULL,
+            created_at  INTEGER NOT NULL,
+            PRIMARY KEY (app_type, activity_id)
+        ) WITHOUT ROWID;
+        INSERT INTO live_activities (app_type, activity_id, user_id, created_at)
+            SELECT app_type, activity_id, user_id, created_at FROM (
+                -- SQLite takes the bare columns from the row min() picked.
+                SELECT d.app_type, l.activity_id, d.user_id, d.created_at, min(d.id)
+                FROM live_activity_tokens l JOIN devices d ON d.id = l.device_id
+                WHERE l.activity_id IS NOT NULL
+                GROUP BY d.app_type, l.activity_id);
+
+        ALTER TABLE channels ADD COLUMN is_public INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE channels ADD COLUMN audience_company TEXT;
+        CREATE TABLE channel_users (
+            channel INTEGER NOT NULL REFERENCES channels (id) ON DELETE CASCADE,
+            user_id TEXT    NOT NULL,
+            PRIMARY KEY (channel, user_id)
+        ) WITHOUT ROWID;
+
+        UPDATE devices SET deactivated_at = updated_at WHERE is_active = 0 AND deactivated_at IS NULL;
+        CREATE INDEX devices_inactive ON devices (deactivated_at) WHERE is_active = 0;
         """
 }
 

@@ -4,31 +4,93 @@ import GRDB
 // The device registry, the preferences, and the fan-out read that joins them.
 
 extension SQLiteStore {
-    public func register(_ device: DeviceRegistration, now: Int64) async throws(StoreError) {
-        try await write("register a device") { db in
-            // Optional details the app left out keep their old values: a token
-            // refresh without deviceName should not erase the name.
+    public func register(_ devices: [DeviceRegistration], maxActive: Int,
+                         now: Int64) async throws(StoreError) -> RegistrationRefusal? {
+        try await writeUnlessRefused("register devices") { db in
+            for (index, device) in devices.enumerated() {
+                if let reason = try Self.register(db, device, maxActive: maxActive, now: now) {
+                    throw RegistrationRefusal(reason, index: index)
+                }
+            }
+        }
+    }
+
+    /// One registration in the caller's transaction; why it was refused, if it was.
+    static func register(_ db: Database, _ device: DeviceRegistration, maxActive: Int,
+                         now: Int64) throws -> RegistrationRefusal.Reason? {
+        let token = device.token.lowercased()
+        let existing = try Row.fetchOne(db, sql: "SELECT id, user_id, platform FROM devices WHERE app_type = ? AND token = ?",
+                                        arguments: [device.appType, token])
+        if let existing {
+            guard existing["platform"] as String != "liveactivity" else { return .otherKind }
+            // Optional details the app left out keep their old values (a token refresh
+            // without deviceName should not erase the name), but only the same user's:
+            // a phone that changed hands starts from what its new owner sent.
+            try db.execute(sql: """
+                UPDATE devices SET
+                    device_name = CASE WHEN user_id = :user THEN coalesce(:name, device_name) ELSE :name END,
+                    os_version = CASE WHEN user_id = :user THEN coalesce(:os, os_version) ELSE :os END,
+                    app_version = CASE WHEN user_id = :user THEN coalesce(:app, app_version) ELSE :app END,
+                    created_at = CASE WHEN user_id = :user THEN created_at ELSE :now END,
+                    user_id = :user,
+                    company_id = :company,
+                    platform = :platform,
+                    environment = :environment,
+                    is_active = 1,
+                    deactivated_reason = NULL,
+                    deactivated_at = NULL,
+                    registered_at = :now,
+                    updated_at = :now
+                WHERE id = :id
+                """, arguments: ["user": device.userID, "name": device.deviceName, "os": device.osVersion,
+                                 "app": device.appVersion, "now": now, "company": device.companyID,
+                                 "platform": device.platform, "environment": device.environment,
+                                 "id": existing["id"] as Int64])
+            if existing["user_id"] as String != device.userID {
+                try forgetUse(db, deviceID: existing["id"])
+            }
+        } else {
             try db.execute(sql: """
                 INSERT INTO devices (user_id, company_id, app_type, token, platform, environment,
                                      device_name, os_version, app_version, is_active,
                                      registered_at, created_at, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
-                ON CONFLICT (app_type, token) DO UPDATE SET
-                    user_id = excluded.user_id,
-                    company_id = excluded.company_id,
-                    platform = excluded.platform,
-                    environment = excluded.environment,
-                    device_name = coalesce(excluded.device_name, device_name),
-                    os_version = coalesce(excluded.os_version, os_version),
-                    app_version = coalesce(excluded.app_version, app_version),
-                    is_active = 1,
-                    deactivated_reason = NULL,
-                    deactivated_at = NULL,
-                    registered_at = excluded.registered_at,
-                    updated_at = excluded.updated_at
-                """, arguments: [device.userID, device.companyID, device.appType, device.token.lowercased(),
-                                 device.platform, device.environment, device.deviceName, device.osVersion,
-                                 device.appVersion, now, now, now])
+                """, arguments: [device.userID, device.companyID, device.appType, token, device.platform,
+                                 device.environment, device.deviceName, device.osVersion, device.appVersion,
+                                 now, now, now])
+        }
+        try retireOldest(db, keeping: maxActive, of: .device, userID: device.userID, appType: device.appType, now: now)
+        return nil
+    }
+
+    /// A token that changed hands: when the old owner was last delivered to is theirs.
+    static func forgetUse(_ db: Database, deviceID: Int64) throws {
+        try db.execute(sql: "DELETE FROM device_use WHERE device_id = ?", arguments: [deviceID])
+    }
+
+    /// Deactivates a user's oldest active tokens of one kind and app beyond `maxActive`
+    /// (a reinstall or a new phone leaves the old token behind: the newest are the live ones).
+    static func retireOldest(_ db: Database, keeping maxActive: Int, of kind: TokenKind, userID: String,
+                             appType: String, now: Int64) throws {
+        try db.execute(sql: """
+            UPDATE devices SET is_active = 0, deactivated_reason = 'replaced', deactivated_at = :now, updated_at = :now
+            WHERE id IN (SELECT id FROM devices
+                         WHERE user_id = :user AND app_type = :app AND is_active = 1 AND \(kind.rows)
+                         ORDER BY registered_at DESC, id DESC LIMIT -1 OFFSET :max)
+            """, arguments: ["now": now, "user": userID, "app": appType, "max": maxActive])
+    }
+
+    /// `body` in one write transaction, rolled back whole when it throws a refusal,
+    /// which is returned (any other error is the store's).
+    func writeUnlessRefused(_ doing: String,
+                            _ body: @escaping @Sendable (Database) throws -> Void) async throws(StoreError) -> RegistrationRefusal? {
+        do {
+            try await pool.write(body)
+            return nil
+        } catch let refusal as RegistrationRefusal {
+            return refusal
+        } catch {
+            throw StoreError(error, doing)
         }
     }
 

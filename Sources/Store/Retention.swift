@@ -63,3 +63,44 @@ extension SQLiteStore {
         }
     }
 }
+
+extension SQLiteStore {
+    /// Deletes, in one short transaction, up to `limit` tokens deactivated before
+    /// `cutoff` (logout, a 410, replaced by newer ones), with their Live Activity
+    /// kind, last use and open windows; an activity whose last token went loses its
+    /// owner. The delivery log keeps its own copy of each token and user.
+    public func pruneDevices(inactiveBefore cutoff: Int64, limit: Int) async throws(StoreError) -> Int {
+        try await write("prune inactive devices") { db in
+            // Never the newest row: SQLite gives a new row the largest id plus one, and
+            // an id a pending delivery or a hold still names must not come back as
+            // another device.
+            let ids = try Int64.fetchAll(db, sql: """
+                SELECT id FROM devices
+                WHERE is_active = 0 AND deactivated_at < ? AND id < (SELECT max(id) FROM devices)
+                ORDER BY deactivated_at LIMIT ?
+                """, arguments: [cutoff, limit])
+            guard !ids.isEmpty else { return 0 }
+            let doomed = "SELECT value FROM json_each(?)"
+            let list = jsonArray(ids)
+            let activities = try Row.fetchAll(db, sql: """
+                SELECT DISTINCT d.app_type, l.activity_id FROM live_activity_tokens l JOIN devices d ON d.id = l.device_id
+                WHERE l.device_id IN (\(doomed)) AND l.activity_id IS NOT NULL
+                """, arguments: [list])
+            try db.execute(sql: "DELETE FROM live_activity_tokens WHERE device_id IN (\(doomed))", arguments: [list])
+            try db.execute(sql: "DELETE FROM device_use WHERE device_id IN (\(doomed))", arguments: [list])
+            try db.execute(sql: "DELETE FROM holds WHERE device_id IN (\(doomed))", arguments: [list])
+            try db.execute(sql: "DELETE FROM devices WHERE id IN (\(doomed))", arguments: [list])
+            let pruned = db.changesCount
+            let orphan = try db.cachedStatement(sql: """
+                DELETE FROM live_activities
+                WHERE app_type = ?1 AND activity_id = ?2
+                  AND NOT EXISTS (SELECT 1 FROM live_activity_tokens l JOIN devices d ON d.id = l.device_id
+                                  WHERE l.activity_id = ?2 AND d.app_type = ?1)
+                """)
+            for row in activities {
+                try orphan.execute(arguments: [row[0] as String, row[1] as String])
+            }
+            return pruned
+        }
+    }
+}

@@ -69,17 +69,18 @@ import TestSupport
         let missing = await server.backend("GET", "/v1/channels/arena/match/nope")
         #expect(missing.status == 404 && missing.body == #"{"success":false,"error":"channel not found"}"#)
 
-        // The app: only for an app the user registered with.
+        // The app: only a user the backend named (see `anAppUserReadsOnlyTheChannelsTheBackendOpenedToThem`).
         let path = "/api/user/live-activity-channel?appType=arena&entityType=match&entityId=m1"
         let stranger = await server.request("GET", path, bearer: Harness.jwt(sub: "fan"))
-        #expect(stranger.status == 403)
-        #expect(stranger.body == #"{"success":false,"error":"no registration of this user for appType arena"}"#)
-        await BackendAPITests.register(server, user: "fan", token: Harness.tokens(1, seed: 71)[0], app: "arena")
+        #expect(stranger.status == 404 && stranger.body == #"{"success":false,"error":"channel not found"}"#)
+        let named = await server.backend("POST", "/v1/channels",
+                                         #"{"app_type":"arena","entity_type":"match","entity_id":"m1","audience":{"users":["fan"]}}"#)
+        #expect(named.status == 200 && named.body == Self.channelJSON(id, "m1", created: created) + #","created":false}"#)
         let lookup = await server.request("GET", path, bearer: Harness.jwt(sub: "fan"))
         #expect(lookup.status == 200 && lookup.body == #"{"success":true,"channelId":"\#(id)"}"#)
         let otherApp = await server.request("GET", path.replacingOccurrences(of: "arena", with: "customer"),
                                             bearer: Harness.jwt(sub: "fan"))
-        #expect(otherApp.status == 403)
+        #expect(otherApp.status == 404, "another app's entity of that name has no channel")
         let unknown = await server.request("GET", path.replacingOccurrences(of: "m1", with: "m9"), bearer: Harness.jwt(sub: "fan"))
         #expect(unknown.status == 404 && unknown.body == #"{"success":false,"error":"channel not found"}"#)
         #expect(await server.request("GET", path).status == 401)
@@ -107,6 +108,71 @@ import TestSupport
             #expect(r.status == 400 && r.body == #"{"success":false,"error":"\#(message)"}"#, "\(body): \(r.body)")
         }
         #expect(production.statistics().channelsCreated == 2)
+    }
+
+    /// The app's lookup answers only a user the backend put in the channel's audience
+    /// (`audience` when it creates it, again to change it): public, the users named, or
+    /// the company in the user's JWT. A channel that is not the user's answers exactly
+    /// as one that does not exist.
+    @Test func anAppUserReadsOnlyTheChannelsTheBackendOpenedToThem() async throws {
+        let production = try Harness.mock(sandbox: false)
+        defer { production.stop() }
+        let server = Self.server(production: production)
+        try await server.start()
+        defer { Task { await server.stop() } }
+
+        func create(_ entity: String, _ audience: String?) async throws -> String {
+            let field = audience.map { #","audience":\#($0)"# } ?? ""
+            let r = await server.backend("POST", "/v1/channels",
+                                         #"{"app_type":"arena","entity_type":"match","entity_id":"\#(entity)"\#(field)}"#)
+            #expect(r.status == 201, "\(r.body)")
+            return try #require(r.json["channel_id"] as? String)
+        }
+        _ = try await create("private", nil)
+        let team = try await create("team", #"{"users":["ana"],"company_id":"c1"}"#)
+        let open = try await create("open", #"{"public":true}"#)
+
+        func lookup(_ entity: String, _ user: String, company: String? = nil) async -> HTTPResponse {
+            await server.request("GET", "/api/user/live-activity-channel?appType=arena&entityType=match&entityId=\(entity)",
+                                 bearer: Harness.jwt(sub: user, companyID: company))
+        }
+        let missing = await lookup("nothing-here", "ana")
+        #expect(missing.status == 404 && missing.body == #"{"success":false,"error":"channel not found"}"#)
+        for (entity, user, company) in [("private", "ana", "c1"), ("team", "cy", "c2"), ("team", "dee", nil)] {
+            let r = await lookup(entity, user, company: company)
+            #expect(r.status == missing.status && r.body == missing.body, "\(entity) for \(user)")
+        }
+        for (entity, user, company, id) in [("team", "ana", nil, team), ("team", "bo", "c1", team),
+                                            ("open", "anyone", nil, open)] as [(String, String, String?, String)] {
+            let r = await lookup(entity, user, company: company)
+            #expect(r.status == 200 && r.body == #"{"success":true,"channelId":"\#(id)"}"#, "\(entity) for \(user)")
+        }
+
+        // Created again with another audience: the same channel, its audience replaced.
+        let again = await server.backend("POST", "/v1/channels",
+                                         #"{"app_type":"arena","entity_type":"match","entity_id":"team","audience":{"users":["cy"]}}"#)
+        #expect(again.status == 200 && again.json["channel_id"] as? String == team)
+        #expect(await lookup("team", "cy").status == 200)
+        #expect(await lookup("team", "ana").status == 404)
+        // Without one (a retried create): unchanged.
+        #expect(await server.backend("POST", "/v1/channels",
+                                     #"{"app_type":"arena","entity_type":"match","entity_id":"team"}"#).status == 200)
+        #expect(await lookup("team", "cy").status == 200)
+
+        let usage = #"audience must be {\"public\": true} or {\"users\": [user ids], \"company_id\": \"id\"}"#
+        for (audience, message) in [
+            ("[]", usage), (#"{"everyone":true}"#, usage),
+            (#"{"public":"yes"}"#, "audience.public must be true or false"),
+            (#"{"users":"ana"}"#, "audience.users must be a list of at most 10000 user ids"),
+            (#"{"users":[7]}"#, "audience.users must hold user ids (1 to 256 characters)"),
+            (#"{"company_id":""}"#, "audience.company_id must be a company id (1 to 256 characters)"),
+            (#"{"public":true,"users":["ana"]}"#, "audience: a public channel names no users or company"),
+        ] {
+            let r = await server.backend("POST", "/v1/channels",
+                                         #"{"app_type":"arena","entity_type":"match","entity_id":"bad","audience":\#(audience)}"#)
+            #expect(r.status == 400 && r.body == #"{"success":false,"error":"\#(message)"}"#, "\(audience): \(r.body)")
+        }
+        #expect(production.statistics().channelsCreated == 3, "a bad audience creates nothing")
     }
 
     /// APNs' refusals: the 10,000-channel limit (here 1), an app without the
@@ -192,7 +258,7 @@ import TestSupport
         let store = try server.store()
         let ghost = try await store.addChannel(ChannelRow(
             key: ChannelKey(appType: "arena", environment: "production", entityType: "match", entityID: "ghost"),
-            channelID: "c29tZUNoYW5uZWw=", storagePolicy: 1, createdAt: 1))
+            channelID: "c29tZUNoYW5uZWw=", storagePolicy: 1, createdAt: 1), audience: nil)
         #expect(ghost.channelID == "c29tZUNoYW5uZWw=")
         let g = await server.backend("POST", "/v1/channels/arena/match/ghost/broadcasts", #"{"event":"end","content_state":{}}"#)
         #expect(g.status == 202)

@@ -176,8 +176,9 @@ extension WorkerTests {
         let store = try server.store()
         try await store.migrate()
         for (i, token) in tokens.enumerated() {
-            try await store.register(DeviceRegistration(userID: "\(company)-\(i)", companyID: company, token: token,
-                                                        platform: "ios", appType: "staff"), now: Int64(Date().timeIntervalSince1970 * 1000))
+            try await store.register([DeviceRegistration(userID: "\(company)-\(i)", companyID: company, token: token,
+                                                         platform: "ios", appType: "staff")],
+                                     maxActive: 20, now: Int64(Date().timeIntervalSince1970 * 1000))
         }
         try await server.start()
         let r = await server.backend("POST", "/v1/notifications",

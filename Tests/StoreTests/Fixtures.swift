@@ -7,6 +7,8 @@ import TestSupport
 /// (`scalar`, the same SQL on both: `SELECT id FROM devices WHERE …`).
 protocol TestStore: DeliveryStore {
     func scalar(_ sql: String) async throws(StoreError) -> Int64?
+    /// Statements run as they are (SQL both stores take alike, or per store).
+    func execute(_ sql: String) async throws(StoreError)
 }
 
 extension SQLiteStore: TestStore {}

@@ -54,8 +54,8 @@ import TestSupport
     @Test(arguments: StoreKind.allCases) func channelsAreOnePerKeyAndBroadcastsFinishOnce(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
             let key = ChannelKey(appType: "staff", environment: "production", entityType: "match", entityID: "m1")
-            let first = try await store.addChannel(ChannelRow(key: key, channelID: "AAAA", storagePolicy: 1, createdAt: 1))
-            let second = try await store.addChannel(ChannelRow(key: key, channelID: "BBBB", storagePolicy: 0, createdAt: 2))
+            let first = try await store.addChannel(ChannelRow(key: key, channelID: "AAAA", storagePolicy: 1, createdAt: 1), audience: nil)
+            let second = try await store.addChannel(ChannelRow(key: key, channelID: "BBBB", storagePolicy: 0, createdAt: 2), audience: nil)
             #expect(first.channelID == "AAAA" && second == first, "the key keeps its first channel")
             #expect(try await store.channels(appType: "staff", environment: nil, entityType: "match").map(\.channelID) == ["AAAA"])
             #expect(try await store.channels(appType: "staff", environment: "sandbox", entityType: nil).isEmpty)

@@ -256,7 +256,8 @@ import TestSupport
             let stored = try await withThrowingTaskGroup(of: ChannelRow.self) { group in
                 for (i, store) in stores.enumerated() {
                     group.addTask {
-                        try await store.addChannel(ChannelRow(key: key, channelID: "ch\(i)", storagePolicy: 1, createdAt: 1))
+                        try await store.addChannel(ChannelRow(key: key, channelID: "ch\(i)", storagePolicy: 1, createdAt: 1),
+                                                 audience: nil)
                     }
                 }
                 var all: [ChannelRow] = []

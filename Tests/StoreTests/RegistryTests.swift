@@ -19,8 +19,8 @@ import TestSupport
             let rows = try await store.devices(userID: "u2")
             #expect(rows.count == 1)
             #expect(rows.first?.id == id)
-            #expect(rows.first?.deviceName == "iPhone 15 Pro")  // not sent again: kept
-            #expect(rows.first?.createdAt == 100)
+            #expect(rows.first?.deviceName == nil, "the old owner's name is not the new owner's")
+            #expect(rows.first?.createdAt == 200)
             #expect(try await store.scalar("SELECT count(*) FROM devices") == 1)
             #expect(try await store.scalar("SELECT registered_at FROM devices WHERE id = \(id)") == 200)
             #expect(try await store.scalar("SELECT count(*) FROM devices WHERE deactivated_at IS NULL AND is_active") == 1)

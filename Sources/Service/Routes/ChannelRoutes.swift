@@ -7,8 +7,9 @@ import Store
 /// (API key): create (idempotent: the same key answers the channel it has), list,
 /// read, delete (on APNs, then in the store), broadcast to an entity's channel
 /// (recorded, then sent by `BroadcastWorker`) and read a broadcast's log entry.
-/// App-facing (user JWT): the channel id of an entity, for an app the user has
-/// registered with, so the app can subscribe its Live Activity to it.
+/// App-facing (user JWT): the channel id of an entity, so the app can subscribe
+/// its Live Activity to it, only when the backend put the user in the channel's
+/// audience (`ChannelAudience`).
 ///
 /// APNs' refusals (`CannotCreateChannelConfig`, `FeatureNotEnabled`, ...) are 502
 /// with APNs' reason and status; no answer from APNs is 503. Neither stores anything.
@@ -46,9 +47,11 @@ struct ChannelRoutes: Sendable {
             }
             policy = known
         }
+        let audience = try Self.audience(json["audience"])
         let client = try client(key)
         return try await broadcasts.creatingChannel(key) { () async throws -> Response in
             if let existing = try await store.channel(key) {
+                if let audience { _ = try await store.setChannelAudience(key, audience) }
                 return JSONResponse.ok(Self.json(existing, created: false))
             }
             let result = await client.createChannel(storagePolicy: policy)
@@ -58,7 +61,7 @@ struct ChannelRoutes: Sendable {
             let stored: ChannelRow
             do {
                 stored = try await store.addChannel(ChannelRow(key: key, channelID: channelID, storagePolicy: policy.rawValue,
-                                                               createdAt: Clock.nowMillis))
+                                                               createdAt: Clock.nowMillis), audience: audience)
             } catch {
                 // Nothing half-made: the channel the store could not keep goes too.
                 _ = await client.deleteChannel(channelID)
@@ -190,18 +193,55 @@ struct ChannelRoutes: Sendable {
                                entityID: q["entityId"].map(String.init),
                                environment: q["environment"].map { JSON.string(String($0)) }, config: config,
                                names: ("entityType", "entityId"))
-        // Only an app the user has registered with (a device or a Live Activity token).
-        let devices = try await store.devices(userID: user.userID)
-        let activities = try await store.liveActivityTokens(userID: user.userID)
-        guard devices.contains(where: { $0.appType == appType }) || activities.contains(where: { $0.appType == appType })
-        else {
-            throw APIError(status: .forbidden, message: "no registration of this user for appType \(appType)")
+        // A channel that is not the user's answers as one that does not exist: the
+        // answer tells nothing of which entities have channels.
+        guard let row = try await store.channel(key, visibleTo: user.userID, companyID: user.companyID) else {
+            throw APIError.notFound("channel not found")
         }
-        guard let row = try await store.channel(key) else { throw APIError.notFound("channel not found") }
         return JSONResponse.ok(.object([("success", .bool(true)), ("channelId", .string(row.channelID))]))
     }
 
     // MARK: Helpers
+
+    /// A create's `audience`: `{"public": true}` (every app user), or
+    /// `{"users": [ids], "company_id": id}` (either or both). Absent (nil): a new
+    /// channel has none, so only the backend reads it; an existing one keeps its own.
+    static let maxAudienceUsers = 10_000
+
+    static func audience(_ value: JSON?) throws(APIError) -> ChannelAudience? {
+        guard let value, !value.isNull else { return nil }
+        let usage = #"audience must be {"public": true} or {"users": [user ids], "company_id": "id"}"#
+        guard case .object(let members) = value else { throw .badRequest(usage) }
+        var audience = ChannelAudience.nobody
+        for (name, member) in members {
+            switch name {
+            case "public":
+                guard let flag = member.boolValue else { throw .badRequest("audience.public must be true or false") }
+                audience.isPublic = flag
+            case "users":
+                guard case .array(let items) = member, items.count <= maxAudienceUsers else {
+                    throw .badRequest("audience.users must be a list of at most \(maxAudienceUsers) user ids")
+                }
+                for item in items {
+                    guard let id = item.stringValue, Registration.isIdentifier(id) else {
+                        throw .badRequest("audience.users must hold user ids (1 to 256 characters)")
+                    }
+                    audience.userIDs.append(id)
+                }
+            case "company_id":
+                guard member.isNull || member.stringValue.map(Registration.isIdentifier) == true else {
+                    throw .badRequest("audience.company_id must be a company id (1 to 256 characters)")
+                }
+                audience.companyID = member.stringValue
+            default:
+                throw .badRequest(usage)
+            }
+        }
+        if audience.isPublic, !audience.userIDs.isEmpty || audience.companyID != nil {
+            throw .badRequest("audience: a public channel names no users or company")
+        }
+        return audience
+    }
 
     static func key(appType: String, entityType: String?, entityID: String?, environment: JSON?, config: ServerConfig,
                     names: (String, String) = ("entity_type", "entity_id")) throws(APIError) -> ChannelKey {

@@ -58,8 +58,22 @@ struct LiveActivityRoutes: Sendable {
     @Sendable func registerToken(_ request: Request, context: ServiceContext) async throws -> Response {
         let user = try context.requireUser()
         let registration = try Self.parse(try await body.object(request), userID: user.userID, config: config)
-        try await store.registerLiveActivity(registration, now: Clock.nowMillis)
+        try await save(registration)
         return JSONResponse.success(message: "Live Activity token registered successfully")
+    }
+
+    /// Stores a registration, the user keeping at most the configured number of
+    /// active Live Activity tokens per app. 409: the activity is another user's (an
+    /// activity belongs to the user who first registered it), or the token is a
+    /// device token (one kind never becomes the other).
+    func save(_ registration: LiveActivityRegistration) async throws {
+        let refusal = try await store.registerLiveActivity(registration, maxActive: config.maxTokensPerUser,
+                                                           now: Clock.nowMillis)
+        switch refusal?.reason {
+        case nil: return
+        case .activityOfAnotherUser?: throw APIError.conflict("activityId is registered to another user")
+        case .otherKind?: throw APIError.conflict("pushToken is registered as a device token")
+        }
     }
 
     @Sendable func unregisterToken(_ request: Request, context: ServiceContext) async throws -> Response {
@@ -103,7 +117,7 @@ struct LiveActivityRoutes: Sendable {
             throw APIError.badRequest("user id must be 1 to 256 characters")
         }
         let registration = try Self.parse(try await body.object(request), userID: userID, config: config)
-        try await store.registerLiveActivity(registration, now: Clock.nowMillis)
+        try await save(registration)
         return JSONResponse.success(message: "Live Activity token registered successfully")
     }
 

@@ -23,7 +23,7 @@ struct UserRoutes: Sendable {
         let user = try context.requireUser()
         let json = try await body.object(request)
         let device = try Registration.parse(json, userID: user.userID, companyID: user.companyID, config: config)
-        try await store.register(device, now: Clock.nowMillis)
+        try await Registration.store([device], in: store, config: config)
         return JSONResponse.success(message: "Device token registered successfully")
     }
 

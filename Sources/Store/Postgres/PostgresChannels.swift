@@ -13,6 +13,16 @@ extension PostgresStore {
             """).first
     }
 
+    public func channel(_ key: ChannelKey, visibleTo userID: String, companyID: String?) async throws(StoreError) -> ChannelRow? {
+        try await channels("read a channel", """
+            \(unescaped: Self.channelSelectPostgres)
+            WHERE app_type = \(key.appType) AND environment = \(key.environment)
+              AND entity_type = \(key.entityType) AND entity_id = \(key.entityID)
+              AND (is_public OR audience_company = \(companyID)::text
+                   OR EXISTS (SELECT 1 FROM channel_users m WHERE m.channel = channels.id AND m.user_id = \(userID)))
+            """).first
+    }
+
     public func channels(appType: String, environment: String?, entityType: String?) async throws(StoreError) -> [ChannelRow] {
         try await channels("list channels", """
             \(unescaped: Self.channelSelectPostgres)
@@ -25,7 +35,7 @@ extension PostgresStore {
     /// Two statements in READ COMMITTED: an insert that meets another instance's
     /// (uncommitted) row for the key waits for it and does nothing, and the read that
     /// follows, with a snapshot of its own, sees the row that won.
-    public func addChannel(_ channel: ChannelRow) async throws(StoreError) -> ChannelRow {
+    public func addChannel(_ channel: ChannelRow, audience: ChannelAudience?) async throws(StoreError) -> ChannelRow {
         let doing = "store a channel"
         let k = channel.key
         return try await transaction(doing) { db -> ChannelRow in
@@ -35,6 +45,7 @@ extension PostgresStore {
                         \(Int64(channel.storagePolicy)), \(channel.createdAt))
                 ON CONFLICT (app_type, environment, entity_type, entity_id) DO NOTHING
                 """)
+            if let audience { _ = try await Self.setChannelAudience(db, k, audience) }
             let rows = try await db.rows("""
                 \(unescaped: Self.channelSelectPostgres)
                 WHERE app_type = \(k.appType) AND environment = \(k.environment)
@@ -46,6 +57,28 @@ extension PostgresStore {
             }
             return try ChannelRow(postgres: row)
         }
+    }
+
+    public func setChannelAudience(_ key: ChannelKey, _ audience: ChannelAudience) async throws(StoreError) -> Bool {
+        try await transaction("set a channel's audience") { db in try await Self.setChannelAudience(db, key, audience) }
+    }
+
+    /// The channel's row is locked by the first statement: two backends setting its
+    /// audience at once end with one of the two lists, never a mix.
+    static func setChannelAudience(_ db: PostgresConnection, _ key: ChannelKey, _ audience: ChannelAudience) async throws -> Bool {
+        let updated = try await db.rows("""
+            UPDATE channels SET is_public = \(audience.isPublic), audience_company = \(audience.companyID)::text
+            WHERE app_type = \(key.appType) AND environment = \(key.environment)
+              AND entity_type = \(key.entityType) AND entity_id = \(key.entityID)
+            RETURNING id
+            """)
+        guard let id = try updated.first?.get(0, Int64.self) else { return false }
+        try await db.run("DELETE FROM channel_users WHERE channel = \(id)")
+        try await db.run("""
+            INSERT INTO channel_users (channel, user_id) SELECT \(id), u FROM unnest(\(audience.userIDs)::text[]) AS u
+            ON CONFLICT DO NOTHING
+            """)
+        return true
     }
 
     public func removeChannel(_ key: ChannelKey, channelID: String) async throws(StoreError) -> Bool {

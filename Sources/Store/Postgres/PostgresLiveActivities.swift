@@ -2,38 +2,59 @@ import PostgresNIO
 
 // Live Activity push tokens on PostgreSQL: the same rows as SQLite's
 // (LiveActivities.swift): a `devices` row with platform 'liveactivity', plus its
-// `live_activity_tokens` row saying which kind it is.
+// `live_activity_tokens` row saying which kind it is, and each activity's owner in
+// `live_activities`.
 
 extension PostgresStore {
-    public func registerLiveActivity(_ r: LiveActivityRegistration, now: Int64) async throws(StoreError) {
+    public func registerLiveActivity(_ r: LiveActivityRegistration, maxActive: Int,
+                                     now: Int64) async throws(StoreError) -> RegistrationRefusal? {
         let (kind, activity): (String, String?) = switch r.kind {
         case .update(let activityID): ("update", activityID)
         case .start: ("start", nil)
         }
-        // One statement: the device's upsert feeds its kind's.
-        _ = try await rows("register a Live Activity token", """
-            WITH device AS (
+        return try await transactionUnlessRefused("register a Live Activity token") { db in
+            if let activity {
+                // The first registration of an activity makes its user the owner; a
+                // later one reads the owner, its row locked until this commits.
+                let owner = try await db.rows("""
+                    INSERT INTO live_activities (app_type, activity_id, user_id, created_at)
+                    VALUES (\(r.appType), \(activity), \(r.userID), \(now))
+                    ON CONFLICT (app_type, activity_id) DO UPDATE SET user_id = live_activities.user_id
+                    RETURNING user_id
+                    """)[0].get(0, String.self)
+                guard owner == r.userID else { throw RegistrationRefusal(.activityOfAnotherUser) }
+            }
+            // A device token is not updated (no row comes back): refused.
+            let device = try await db.rows("""
                 INSERT INTO devices (user_id, app_type, token, platform, environment, is_active,
                                      registered_at, created_at, updated_at)
                 VALUES (\(r.userID), \(r.appType), \(r.token.lowercased()), 'liveactivity', \(r.environment), true,
                         \(now), \(now), \(now))
                 ON CONFLICT (app_type, token) DO UPDATE SET
+                    created_at = CASE WHEN devices.user_id = excluded.user_id THEN devices.created_at
+                                      ELSE excluded.created_at END,
+                    last_used_at = CASE WHEN devices.user_id = excluded.user_id THEN devices.last_used_at END,
                     user_id = excluded.user_id,
                     company_id = NULL,
-                    platform = excluded.platform,
                     environment = excluded.environment,
                     is_active = true,
                     deactivated_reason = NULL,
                     deactivated_at = NULL,
                     registered_at = excluded.registered_at,
                     updated_at = excluded.updated_at
+                WHERE devices.platform = 'liveactivity'
                 RETURNING id
-            )
-            INSERT INTO live_activity_tokens (device_id, kind, activity_id, attributes_type)
-            SELECT id, \(kind), \(activity)::text, \(r.attributesType) FROM device
-            ON CONFLICT (device_id) DO UPDATE SET kind = excluded.kind, activity_id = excluded.activity_id,
-                                                  attributes_type = excluded.attributes_type
-            """)
+                """)
+            guard let id = try device.first?.get(0, Int64.self) else { throw RegistrationRefusal(.otherKind) }
+            try await db.run("""
+                INSERT INTO live_activity_tokens (device_id, kind, activity_id, attributes_type)
+                VALUES (\(id), \(kind), \(activity)::text, \(r.attributesType))
+                ON CONFLICT (device_id) DO UPDATE SET kind = excluded.kind, activity_id = excluded.activity_id,
+                                                      attributes_type = excluded.attributes_type
+                """)
+            try await Self.retireOldest(db, keeping: maxActive, of: .liveActivity, userID: r.userID, appType: r.appType,
+                                        now: now)
+        }
     }
 
     public func unregisterLiveActivity(userID: String, token: String, now: Int64) async throws(StoreError) -> Bool {
@@ -78,6 +99,8 @@ extension PostgresStore {
                 \(unescaped: select)
                 WHERE d.app_type = \(appType) AND d.is_active AND d.platform = 'liveactivity'
                   AND l.kind = 'update' AND l.activity_id = \(activityID)
+                  AND d.user_id = (SELECT user_id FROM live_activities
+                                   WHERE app_type = \(appType) AND activity_id = \(activityID))
                 \(unescaped: order)
                 """)
         }

@@ -12,7 +12,7 @@ enum PostgresMigrations {
     static let lockKey: Int64 = 0x6170_6e73
 
     /// Statements one by one (the extended protocol runs one per query).
-    static let steps: [[PostgresQuery]] = [v1, v2, v3, v4, v5]
+    static let steps: [[PostgresQuery]] = [v1, v2, v3, v4, v5, v6]
 
     /// Applies the steps up to `last` (all of them but in tests of an upgrade).
     static func apply(_ db: PostgresConnection, through last: Int = steps.count) async throws {
@@ -268,6 +268,42 @@ enum PostgresMigrations {
         "CREATE INDEX payloads_by_notification ON payloads (notification_id)",
         "CREATE INDEX deliveries_by_carrier ON deliveries (carried_by) WHERE carried_by IS NOT NULL",
         "CREATE INDEX broadcasts_finished ON broadcasts (finished_at) WHERE state <> 'pending'",
+    ]
+
+    /// Who may do what with whose tokens and channels, as SQLite's v11 (see
+    /// `Migrations.v11`): activities' owners (an existing activity's is the user of
+    /// its oldest token row), channels' audiences (none for existing channels), and
+    /// the index that prunes deactivated tokens by age.
+    static let v6: [PostgresQuery] = [
+        """
+        CREATE TABLE live_activities (
+            app_type    TEXT   NOT NULL,
+            activity_id TEXT   NOT NULL,
+            user_id     TEXT   NOT NULL,
+            created_at  BIGINT NOT NULL,
+            PRIMARY KEY (app_type, activity_id)
+        )
+        """,
+        """
+        INSERT INTO live_activities (app_type, activity_id, user_id, created_at)
+            SELECT DISTINCT ON (d.app_type, l.activity_id) d.app_type, l.activity_id, d.user_id, d.created_at
+            FROM live_activity_tokens l JOIN devices d ON d.id = l.device_id
+            WHERE l.activity_id IS NOT NULL
+            ORDER BY d.app_type, l.activity_id, d.id
+        """,
+        """
+        ALTER TABLE channels ADD COLUMN is_public        BOOLEAN NOT NULL DEFAULT false,
+                             ADD COLUMN audience_company TEXT
+        """,
+        """
+        CREATE TABLE channel_users (
+            channel BIGINT NOT NULL REFERENCES channels (id) ON DELETE CASCADE,
+            user_id TEXT   NOT NULL,
+            PRIMARY KEY (channel, user_id)
+        )
+        """,
+        "UPDATE devices SET deactivated_at = updated_at WHERE NOT is_active AND deactivated_at IS NULL",
+        "CREATE INDEX devices_inactive ON devices (deactivated_at) WHERE NOT is_active",
     ]
 }
 

@@ -5,10 +5,27 @@ import PostgresNIO
 // ordered byte-wise (COLLATE "C"), as SQLite orders it, whatever the database's locale.
 
 extension PostgresStore {
-    public func register(_ device: DeviceRegistration, now: Int64) async throws(StoreError) {
-        // Optional details the app left out keep their old values: a token refresh
-        // without deviceName should not erase the name.
-        _ = try await rows("register a device", """
+    public func register(_ devices: [DeviceRegistration], maxActive: Int,
+                         now: Int64) async throws(StoreError) -> RegistrationRefusal? {
+        try await transactionUnlessRefused("register devices") { db in
+            for (index, device) in devices.enumerated() {
+                if let reason = try await Self.register(db, device, maxActive: maxActive, now: now) {
+                    throw RegistrationRefusal(reason, index: index)
+                }
+            }
+        }
+    }
+
+    /// One registration in the caller's transaction; why it was refused, if it was.
+    /// One upsert whatever another transaction does at the same moment: the row it
+    /// meets is locked and read as it is then.
+    static func register(_ db: PostgresConnection, _ device: DeviceRegistration, maxActive: Int,
+                         now: Int64) async throws -> RegistrationRefusal.Reason? {
+        // Optional details the app left out keep their old values (a token refresh
+        // without deviceName should not erase the name), but only the same user's: a
+        // phone that changed hands starts from what its new owner sent. A Live
+        // Activity token is not updated (no row comes back): refused.
+        let stored = try await db.rows("""
             INSERT INTO devices (user_id, company_id, app_type, token, platform, environment,
                                  device_name, os_version, app_version, is_active,
                                  registered_at, created_at, updated_at)
@@ -16,19 +33,61 @@ extension PostgresStore {
                     \(device.platform), \(device.environment), \(device.deviceName), \(device.osVersion),
                     \(device.appVersion), true, \(now), \(now), \(now))
             ON CONFLICT (app_type, token) DO UPDATE SET
+                device_name = CASE WHEN devices.user_id = excluded.user_id
+                                   THEN coalesce(excluded.device_name, devices.device_name) ELSE excluded.device_name END,
+                os_version = CASE WHEN devices.user_id = excluded.user_id
+                                  THEN coalesce(excluded.os_version, devices.os_version) ELSE excluded.os_version END,
+                app_version = CASE WHEN devices.user_id = excluded.user_id
+                                   THEN coalesce(excluded.app_version, devices.app_version) ELSE excluded.app_version END,
+                created_at = CASE WHEN devices.user_id = excluded.user_id THEN devices.created_at ELSE excluded.created_at END,
+                last_used_at = CASE WHEN devices.user_id = excluded.user_id THEN devices.last_used_at END,
                 user_id = excluded.user_id,
                 company_id = excluded.company_id,
                 platform = excluded.platform,
                 environment = excluded.environment,
-                device_name = coalesce(excluded.device_name, devices.device_name),
-                os_version = coalesce(excluded.os_version, devices.os_version),
-                app_version = coalesce(excluded.app_version, devices.app_version),
                 is_active = true,
                 deactivated_reason = NULL,
                 deactivated_at = NULL,
                 registered_at = excluded.registered_at,
                 updated_at = excluded.updated_at
+            WHERE devices.platform <> 'liveactivity'
+            RETURNING id
             """)
+        guard !stored.isEmpty else { return .otherKind }
+        try await retireOldest(db, keeping: maxActive, of: .device, userID: device.userID, appType: device.appType, now: now)
+        return nil
+    }
+
+    /// Deactivates a user's oldest active tokens of one kind and app beyond `maxActive`
+    /// (a reinstall or a new phone leaves the old token behind: the newest are the live ones).
+    static func retireOldest(_ db: PostgresConnection, keeping maxActive: Int, of kind: TokenKind, userID: String,
+                             appType: String, now: Int64) async throws {
+        try await db.run("""
+            UPDATE devices SET is_active = false, deactivated_reason = 'replaced', deactivated_at = \(now),
+                               updated_at = \(now)
+            WHERE id IN (SELECT id FROM devices
+                         WHERE user_id = \(userID) AND app_type = \(appType) AND is_active AND \(unescaped: kind.rows)
+                         ORDER BY registered_at DESC, id DESC OFFSET \(Int64(maxActive)))
+            """)
+    }
+
+    /// `body` in one transaction, rolled back whole when it throws a refusal, which is
+    /// returned (any other error is the store's).
+    func transactionUnlessRefused(_ doing: String, _ body: @Sendable (PostgresConnection) async throws -> Void)
+        async throws(StoreError) -> RegistrationRefusal?
+    {
+        try await transaction(doing) { db -> RegistrationRefusal? in
+            try await db.run("SAVEPOINT registering")
+            do {
+                try await body(db)
+                return nil
+            } catch let refusal as RegistrationRefusal {
+                // Everything the body wrote is undone; the transaction, empty, commits
+                // (thrown, the refusal would read as the store's own failure).
+                try await db.run("ROLLBACK TO SAVEPOINT registering")
+                return refusal
+            }
+        }
     }
 
     public func unregister(userID: String, token: String, now: Int64) async throws(StoreError) -> Bool {

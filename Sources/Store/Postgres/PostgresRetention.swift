@@ -51,3 +51,38 @@ extension PostgresStore {
         }
     }
 }
+
+extension PostgresStore {
+    /// As SQLite's `pruneDevices`: up to `limit` tokens deactivated before `cutoff`
+    /// go, with their Live Activity kind and open windows; an activity whose last
+    /// token went loses its owner. Instances pruning at once take different rows.
+    public func pruneDevices(inactiveBefore cutoff: Int64, limit: Int) async throws(StoreError) -> Int {
+        try await transaction("prune inactive devices") { db in
+            let ids = try await db.rows("""
+                SELECT id FROM devices WHERE NOT is_active AND deactivated_at < \(cutoff)
+                ORDER BY deactivated_at LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED
+                """).map { try $0.get(0, Int64.self) }
+            guard !ids.isEmpty else { return 0 }
+            let activities = try await db.rows("""
+                SELECT DISTINCT d.app_type, l.activity_id FROM live_activity_tokens l JOIN devices d ON d.id = l.device_id
+                WHERE l.device_id = ANY(\(ids)) AND l.activity_id IS NOT NULL
+                """).map { (try $0.get(0, String.self), try $0.get(1, String.self)) }
+            try await db.run("DELETE FROM live_activity_tokens WHERE device_id = ANY(\(ids))")
+            try await db.run("DELETE FROM holds WHERE device_id = ANY(\(ids))")
+            let pruned = try await db.rows("""
+                WITH gone AS (DELETE FROM devices WHERE id = ANY(\(ids)) RETURNING 1) SELECT count(*) FROM gone
+                """)[0].get(0, Int.self)
+            if !activities.isEmpty {
+                try await db.run("""
+                    DELETE FROM live_activities a
+                    USING unnest(\(activities.map(\.0))::text[], \(activities.map(\.1))::text[]) AS g (app_type, activity_id)
+                    WHERE a.app_type = g.app_type AND a.activity_id = g.activity_id
+                      AND NOT EXISTS (SELECT 1 FROM live_activity_tokens l JOIN devices d ON d.id = l.device_id
+                                      WHERE l.activity_id = a.activity_id AND d.app_type = a.app_type)
+                    """)
+            }
+            return pruned
+        }
+    }
+}
