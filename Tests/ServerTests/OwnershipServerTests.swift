@@ -176,7 +176,7 @@ import TestSupport
             """)
         let r = await server.backend("POST", "/v1/device-tokens", Self.bulk(tokens))
         #expect(r.status == 500)
-        #expect(r.body == #"{"success":false,"error":"the devices could not be stored; none of them was"}"#)
+        #expect(r.body == #"{"success":false,"error":"the devices could not be stored: the list is stored whole or not at all, so send it again whole"}"#)
         #expect(try await Self.count(server, "SELECT count(*) FROM devices") == 0)
 
         // A Live Activity token among them: 409 naming the entry, nothing stored either.
@@ -205,7 +205,7 @@ import TestSupport
                 """)
             let r = await server.backend("POST", "/v1/device-tokens", OwnershipServerTests.bulk(tokens))
             #expect(r.status == 500)
-            #expect(r.body == #"{"success":false,"error":"the devices could not be stored; none of them was"}"#)
+            #expect(r.body == #"{"success":false,"error":"the devices could not be stored: the list is stored whole or not at all, so send it again whole"}"#)
             #expect(try await scale.store.scalar("SELECT count(*) FROM devices") == 0)
 
             try await scale.store.execute("DROP TRIGGER disk_full ON devices")

@@ -67,7 +67,7 @@ struct BackendRoutes: Sendable {
             try await Registration.store(devices, in: store, config: config, listed: true)
         } catch let error as StoreError {
             context.logger.error("bulk registration failed", metadata: ["error": "\(error)"])
-            throw APIError(status: .internalServerError, message: "the devices could not be stored; none of them was")
+            throw APIError(status: .internalServerError, message: "the devices could not be stored: the list is stored whole or not at all, so send it again whole")
         }
         return JSONResponse.ok(.object([("success", .bool(true)), ("registered", .int(devices.count))]))
     }

@@ -203,11 +203,11 @@ struct ChannelRoutes: Sendable {
 
     // MARK: Helpers
 
+    static let maxAudienceUsers = 10_000
+
     /// A create's `audience`: `{"public": true}` (every app user), or
     /// `{"users": [ids], "company_id": id}` (either or both). Absent (nil): a new
     /// channel has none, so only the backend reads it; an existing one keeps its own.
-    static let maxAudienceUsers = 10_000
-
     static func audience(_ value: JSON?) throws(APIError) -> ChannelAudience? {
         guard let value, !value.isNull else { return nil }
         let usage = #"audience must be {"public": true} or {"users": [user ids], "company_id": "id"}"#
