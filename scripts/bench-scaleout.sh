@@ -58,6 +58,7 @@ db_url="postgres://apns@127.0.0.1:$pg_port/bench?sslmode=disable"
 mock=$!
 mock_port=$(mock_port "$dir/mock.out" "$dir/mock.err" $mock) || exit 1
 api_key=$(openssl rand -hex 24); echo "$api_key" >"$dir/api-keys"; openssl rand -hex 32 >"$dir/user-jwt.secret"
+chmod 600 "$dir/api-keys" "$dir/user-jwt.secret"
 
 # start_server NAME DATABASE: one instance, its port in $port once it answers.
 start_server() {

@@ -23,6 +23,7 @@ mock=$!
 mock_port=$(mock_port "$dir/mock.out" "$dir/mock.err" $mock) || exit 1
 
 api_key=$(openssl rand -hex 24); echo "$api_key" >"$dir/api-keys"; openssl rand -hex 32 >"$dir/user-jwt.secret"
+chmod 600 "$dir/api-keys" "$dir/user-jwt.secret"
 port=$(free_port); base=http://127.0.0.1:$port
 server_config "$port" "sqlite:$dir/apns.db" "$mock_port" >"$dir/apns-server.yaml"
 "$bin/apns-server" --config "$dir/apns-server.yaml" 2>"$dir/server.err" &

@@ -60,6 +60,10 @@ public indirect enum JSONValue: Sendable, Hashable {
     case string(String)
     case int(Int)
     case double(Double)
+    /// A number exactly as written (`1e400`, a 30-digit id): what a payload read
+    /// from JSON text carries, which `int` and `double` would round or turn into
+    /// null. The text must be a JSON number (RFC 8259): `init(number:)` checks it.
+    case number(String)
     case bool(Bool)
     case null
     case array([JSONValue])
@@ -85,6 +89,7 @@ public indirect enum JSONValue: Sendable, Hashable {
         case .double(let d):
             // JSON has no NaN or infinity; APNs would refuse the payload.
             out.append(contentsOf: (d.isFinite ? "\(d)" : "null").utf8)
+        case .number(let text): out.append(contentsOf: text.utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .null: out.append(contentsOf: "null".utf8)
         case .array(let items):
@@ -126,6 +131,31 @@ public indirect enum JSONValue: Sendable, Hashable {
             }
         }
         out.append(UInt8(ascii: "\""))
+    }
+}
+
+extension JSONValue {
+    /// `.number(text)` when `text` is a JSON number, nil otherwise.
+    public init?(number text: String) {
+        var rest = Substring(text)
+        func digits() -> Int {
+            let run = rest.prefix { $0.isASCII && $0.isNumber }
+            rest = rest.dropFirst(run.count)
+            return run.count
+        }
+        if rest.first == "-" { rest = rest.dropFirst() }
+        if rest.first == "0" { rest = rest.dropFirst() } else if digits() == 0 { return nil }
+        if rest.first == "." {
+            rest = rest.dropFirst()
+            guard digits() > 0 else { return nil }
+        }
+        if rest.first == "e" || rest.first == "E" {
+            rest = rest.dropFirst()
+            if rest.first == "+" || rest.first == "-" { rest = rest.dropFirst() }
+            guard digits() > 0 else { return nil }
+        }
+        guard rest.isEmpty else { return nil }
+        self = .number(text)
     }
 }
 

@@ -11,11 +11,11 @@ struct Auth: Sendable {
     /// costs the same whatever a guess's length or its first wrong byte.
     private let comparisonKey: [UInt8]
 
-    init(apiKeys: [[UInt8]], jwtSecret: [UInt8]) {
+    init(apiKeys: [[UInt8]], jwtSecret: [UInt8], jwtClaims: UserJWTVerifier.Expected = .init()) {
         var key = [UInt8](repeating: 0, count: 32)
         for i in key.indices { key[i] = UInt8.random(in: 0...255) }
         comparisonKey = key
-        jwt = UserJWTVerifier(secret: jwtSecret)
+        jwt = UserJWTVerifier(secret: jwtSecret, expected: jwtClaims)
         apiKeyDigests = apiKeys.map { Auth.hmac(key: key, $0) }
     }
 
@@ -65,16 +65,30 @@ struct UserIdentity: Sendable {
 
 /// Verifies HS256 JWTs (RFC 7519): the algorithm is pinned (a token saying
 /// `none`, or any other algorithm, is refused before anything else is read),
-/// the signature is checked in constant time, and `exp` is required.
+/// the signature is checked in constant time, `exp` is required, and `aud` and
+/// `iss` must be the configured ones when the config names them.
 struct UserJWTVerifier: Sendable {
     let secret: [UInt8]
+    var expected = Expected()
+
+    /// The `aud` and `iss` a token must carry (config `user_jwt`); nil: not checked.
+    /// Supabase's tokens, for one, say `"aud":"authenticated"` and their project's
+    /// auth URL as `iss`.
+    struct Expected: Sendable {
+        var audience: String?
+        var issuer: String?
+    }
 
     enum Failure: Error, Equatable {
-        case malformed, algorithm, signature, expired, missingExpiry, notYetValid, missingSubject
+        case malformed, algorithm, signature, expired, missingExpiry, notYetValid, timeOutOfRange, missingSubject
+        case audience, issuer
     }
 
     func verify(_ token: String, now: Int64 = Clock.nowSeconds) -> Result<UserIdentity, Failure> {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        // The claims are read by the same strict parser as request bodies: a key given
+        // twice, or U+0000 in a string (a `sub` of "alice\u0000x" stored as "alice"),
+        // makes the token malformed.
         guard parts.count == 3, token.utf8.count <= 8192,
               let headerBytes = Base64URL.decode(parts[0]),
               let payloadBytes = Base64URL.decode(parts[1]),
@@ -88,11 +102,18 @@ struct UserJWTVerifier: Sendable {
         guard Auth.equal(expected, signature) else { return .failure(.signature) }
 
         guard case .object = claims else { return .failure(.malformed) }
-        guard let exp = claims["exp"], let expiry = Self.seconds(exp) else { return .failure(.missingExpiry) }
+        guard let exp = claims["exp"] else { return .failure(.missingExpiry) }
+        guard let expiry = Self.seconds(exp) else { return .failure(.timeOutOfRange) }
         guard now < expiry else { return .failure(.expired) }
         if let nbf = claims["nbf"] {
-            guard let notBefore = Self.seconds(nbf) else { return .failure(.malformed) }
+            guard let notBefore = Self.seconds(nbf) else { return .failure(.timeOutOfRange) }
             guard now >= notBefore else { return .failure(.notYetValid) }
+        }
+        if let audience = self.expected.audience, !Self.names(claims["aud"], audience) {
+            return .failure(.audience)
+        }
+        if let issuer = self.expected.issuer, claims["iss"]?.stringValue != issuer {
+            return .failure(.issuer)
         }
         guard let sub = claims["sub"]?.stringValue, !sub.isEmpty, sub.utf8.count <= 256 else {
             return .failure(.missingSubject)
@@ -106,10 +127,24 @@ struct UserJWTVerifier: Sendable {
         return .success(UserIdentity(userID: sub, companyID: company))
     }
 
-    /// A NumericDate: seconds, possibly with a fraction.
+    /// A NumericDate: seconds, possibly with a fraction; nil when it is not a number
+    /// or lies outside what an Int64 holds (`1e300` is valid JSON, and converting it
+    /// would trap).
     static func seconds(_ value: JSON) -> Int64? {
         guard case .number(let text) = value, let d = Double(text), d.isFinite else { return nil }
-        return Int64(d.rounded(.down))
+        let whole = d.rounded(.down)
+        // -2^63 and 2^63 are exact doubles; Int64 holds [-2^63, 2^63).
+        guard whole >= -0x1p63, whole < 0x1p63 else { return nil }
+        return Int64(whole)
+    }
+
+    /// `aud` names `audience`: RFC 7519 allows one string or a list of them.
+    static func names(_ aud: JSON?, _ audience: String) -> Bool {
+        switch aud {
+        case .string(let s)?: s == audience
+        case .array(let items)?: items.contains { $0.stringValue == audience }
+        default: false
+        }
     }
 }
 
@@ -137,8 +172,11 @@ enum Base64URL {
                 out.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
             }
         }
-        // A lone trailing character carries no whole byte: not base64.
-        return text.utf8.count % 4 == 1 ? nil : out
+        // A lone trailing character carries no whole byte: not base64. The bits left
+        // over must be zero: otherwise four spellings would decode to the same bytes,
+        // and a signature would verify whichever of them was sent.
+        guard text.utf8.count % 4 != 1, buffer & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
+        return out
     }
 
     static func encode(_ bytes: [UInt8]) -> String {

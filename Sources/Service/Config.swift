@@ -17,6 +17,11 @@ public struct ServerConfig: Sendable {
     var apiKeys: [[UInt8]]
     /// The apps' HS256 secret.
     var userJWTSecret: [UInt8]
+    /// `user_jwt: {audience, issuer}`: the `aud` and `iss` a user's token must carry.
+    var userJWTClaims = UserJWTVerifier.Expected()
+    /// Lines for the log once it is set up (a secret file others can read): worth
+    /// saying, not worth refusing to start.
+    var warnings: [String] = []
     public var apps: [AppConfig]
     public var worker: WorkerConfig
     public var retention = RetentionConfig()
@@ -86,13 +91,14 @@ public struct ServerConfig: Sendable {
     /// `sqlite:PATH` (one instance) or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`
     /// (several instances on one database, issue #11).
     public enum Database: Sendable, CustomStringConvertible {
-        case sqlite(path: String)
+        /// `durability`: config `sqlite_synchronous` (normal: `.processCrash`, full: `.powerLoss`).
+        case sqlite(path: String, durability: SQLiteStore.Durability)
         case postgres(PostgresStore.Configuration)
 
         /// What logs and errors may say: never the password.
         public var description: String {
             switch self {
-            case .sqlite(let path): "sqlite:\(path)"
+            case .sqlite(let path, _): "sqlite:\(path)"
             case .postgres(let c): "postgres://\(c)"
             }
         }
@@ -213,8 +219,9 @@ extension ServerConfig {
         let (host, port) = try parseListen(listen)
         let database = try string("database", required: true)!
         var parsedDatabase = try parseDatabase(database, base: overrides["database"] != nil ? cwd : base)
-        let apiKeys = try readAPIKeys(try filePath("api_keys_file"))
-        let secret = try readSecret(try filePath("user_jwt_secret_file"))
+        let apiKeysPath = try filePath("api_keys_file"), secretPath = try filePath("user_jwt_secret_file")
+        let apiKeys = try readAPIKeys(apiKeysPath)
+        let secret = try readSecret(secretPath)
 
         var topLevel: Reader? = reader
         let maxBody = try int("max_body_bytes", &topLevel, "max_body_bytes", default: 65536, range: 1024...16_777_216)
@@ -268,6 +275,26 @@ extension ServerConfig {
             c.maximumConnections = poolSize
             parsedDatabase = .postgres(c)
         }
+        // The SQLite file's durability, and the user JWT's expected claims.
+        if let synchronous = try reader.string("sqlite_synchronous", required: false) {
+            guard case .sqlite(let path, _) = parsedDatabase else {
+                throw ConfigError("config: sqlite_synchronous is for a sqlite: database (PostgreSQL has its own synchronous_commit)")
+            }
+            switch synchronous {
+            case "normal": parsedDatabase = .sqlite(path: path, durability: .processCrash)
+            case "full": parsedDatabase = .sqlite(path: path, durability: .powerLoss)
+            default: throw ConfigError("config: sqlite_synchronous must be normal or full, not '\(synchronous)'")
+            }
+        }
+        var claims = UserJWTVerifier.Expected()
+        if var j = try reader.mapping("user_jwt") {
+            claims.audience = try j.string("audience", required: false)
+            claims.issuer = try j.string("issuer", required: false)
+            for (key, value) in [("audience", claims.audience), ("issuer", claims.issuer)] where value?.isEmpty == true {
+                throw ConfigError("config: user_jwt.\(key) must not be empty (leave it out not to check it)")
+            }
+            try j.rejectUnknown()
+        }
         var testClockFile: String?
         if let clock = try reader.string("test_clock_file", required: false) {
             guard environment[testClockVariable] == "1" else {
@@ -286,7 +313,20 @@ extension ServerConfig {
                                   idleTimeoutSeconds: idle, logLevel: logLevel, testClockFile: testClockFile)
         config.retention = retention
         config.maxTokensPerUser = maxTokensPerUser
+        config.userJWTClaims = claims
+        var secretFiles: [String] = []
+        for path in [apiKeysPath, secretPath] + apps.map(\.keyPath) where !secretFiles.contains(path) { secretFiles.append(path) }
+        config.warnings = secretFiles.compactMap(Self.openToOthers)
         return config
+    }
+
+    /// A key, API-key or secret file that group or others may read or change: the
+    /// warning to log (as apns-send says of a provider key), nil when owner-only.
+    static func openToOthers(_ path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & 0o077 != 0 else { return nil }
+        let mode = String(info.st_mode & 0o777, radix: 8)
+        return "\(path) is readable by group or others (mode \(mode)); chmod 600 it"
     }
 
     private static func parseApp(_ r: Reader) throws(ConfigError) -> AppConfig {
@@ -440,7 +480,10 @@ extension ServerConfig {
     static func parseDatabase(_ s: String, base: URL) throws(ConfigError) -> Database {
         if s.hasPrefix("postgres://") || s.hasPrefix("postgresql://") {
             do {
-                return .postgres(try PostgresStore.Configuration(url: s))
+                var configuration = try PostgresStore.Configuration(url: s)
+                configuration.caFile = configuration.caFile.map { resolve($0, against: base) }
+                try configuration.checkTLS()
+                return .postgres(configuration)
             } catch {
                 // "database URL: no user (expected postgres://…)": never the password.
                 throw ConfigError("config: \(error.description)")
@@ -451,14 +494,26 @@ extension ServerConfig {
         }
         var p = String(s.dropFirst("sqlite:".count))
         if p.hasPrefix("//") { p = String(p.dropFirst(2)) }  // sqlite:///abs/path
-        return .sqlite(path: resolve(p, against: base))
+        return .sqlite(path: resolve(p, against: base), durability: .processCrash)
     }
 
-    /// A database value as an error may quote it: anything between "://" and the
-    /// last "@" (a password, perhaps in a misspelled scheme) is left out.
+    /// A database value as an error may quote it, whatever its shape: a password
+    /// sits between the scheme and an "@" (`postgres://u:pw@h`, `postgres:u:pw@h`,
+    /// `postgres//u:pw@h`), so all of that is left out; and with no "@" at all, a ":"
+    /// after the scheme may still start one (`postgres://u:pw/db`), so then nothing
+    /// after the scheme is quoted.
     static func redacted(_ s: String) -> String {
-        guard let scheme = s.range(of: "://"), let at = s.lastIndex(of: "@"), at > scheme.upperBound else { return s }
-        return String(s[..<scheme.upperBound]) + "…" + String(s[at...])
+        // "postgres:", "postgres://", "postgres:/": a scheme word and the slashes after it.
+        var scheme = s.startIndex
+        if let colon = s.firstIndex(of: ":"), colon > s.startIndex,
+           s[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+.-".contains($0)) }) {
+            scheme = s.index(after: colon)
+            while scheme < s.endIndex, s[scheme] == "/" { scheme = s.index(after: scheme) }
+        }
+        if let at = s.lastIndex(of: "@") {
+            return String(s[..<min(scheme, at)]) + "…" + String(s[at...])
+        }
+        return s[scheme...].contains(":") ? String(s[..<scheme]) + "…" : s
     }
 
     static func parseEndpoint(_ s: String, field: String) throws(ConfigError) -> Endpoint {

@@ -1,4 +1,5 @@
 import Hummingbird
+import Store
 
 /// An answer other than success, in the seed's shape: `{"success":false,"error":"…"}`.
 struct APIError: Error, Sendable {
@@ -23,6 +24,9 @@ struct APIError: Error, Sendable {
 /// unexpected one is a 500 that says nothing of its cause to the caller.
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = ServiceContext
+    /// A 503's Retry-After: about the time a busy SQLite writer or a restarting
+    /// PostgreSQL takes to come back.
+    static let retryAfterSeconds = 2
 
     func handle(_ request: Request, context: Context,
                 next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -30,6 +34,13 @@ struct ErrorMiddleware: RouterMiddleware {
             return try await next(request, context)
         } catch let error as APIError {
             return error.response
+        } catch let error as StoreError where error.isTemporary {
+            // Busy, not broken: a client (or its HTTP library) that honours Retry-After
+            // comes back, where a 500 would say the request itself is at fault.
+            context.logger.warning("request deferred", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            var response = APIError(status: .serviceUnavailable, message: "the database is busy; try again shortly").response
+            response.headers[.retryAfter] = String(Self.retryAfterSeconds)
+            return response
         } catch let error as any HTTPResponseError {
             let message: String = switch error.status {
             case .notFound: "not found"

@@ -160,7 +160,10 @@ struct LiveActivitySend: Sendable {
 
     static func number(_ body: JSON, _ key: String) throws(APIError) -> Double? {
         guard let v = body[key], !v.isNull else { return nil }
-        guard case .number(let text) = v, let d = Double(text) else { throw .badRequest("\(key) must be a number") }
+        // A Double: 1e400 would become infinity, which JSON cannot write.
+        guard case .number(let text) = v, let d = Double(text), d.isFinite else {
+            throw .badRequest("\(key) must be a number within a double's range")
+        }
         return d
     }
 
@@ -195,12 +198,13 @@ struct LiveActivitySend: Sendable {
 }
 
 extension JSON {
-    /// The same value for the APNs library's payload builder.
+    /// The same value for the APNs library's payload builder, numbers spelled as
+    /// sent (as a notification's `data` keeps them).
     var apnsValue: JSONValue {
         switch self {
         case .null: .null
         case .bool(let b): .bool(b)
-        case .number(let text): Int(text).map(JSONValue.int) ?? .double(Double(text) ?? 0)
+        case .number(let text): .number(text)
         case .string(let s): .string(s)
         case .array(let items): .array(items.map(\.apnsValue))
         case .object(let members): .object(members.map { ($0.0, $0.1.apnsValue) })

@@ -54,6 +54,7 @@ public enum APNsServer {
             return handler
         }
         let logger = Logger(label: "apns-server")
+        for warning in config.warnings { logger.warning("\(warning)") }
         if let file = config.testClockFile {
             Clock.useTestClock(file: file)
             logger.warning("test clock: the time is read from \(file) (\(ServerConfig.testClockVariable)=1; never in production)")
@@ -138,7 +139,7 @@ public enum APNsServer {
                            broadcastWakeup: WorkerWakeup) -> Router<ServiceContext> {
         let router = Router(context: ServiceContext.self)
         router.add(middleware: ErrorMiddleware())
-        let auth = Auth(apiKeys: config.apiKeys, jwtSecret: config.userJWTSecret)
+        let auth = Auth(apiKeys: config.apiKeys, jwtSecret: config.userJWTSecret, jwtClaims: config.userJWTClaims)
         let body = BodyReader(limit: config.maxBodyBytes)
         OpsRoutes(store: store, metrics: metrics).register(on: router)
         UserRoutes(config: config, store: store, body: body, auth: auth).register(on: router)
@@ -155,7 +156,7 @@ public enum APNsServer {
     static func openStore(_ database: ServerConfig.Database,
                           fanOutPart: Int = ServerConfig.WorkerConfig().fanOutPart) throws -> any DeliveryStore {
         switch database {
-        case .sqlite(let path): try SQLiteStore(path: path, fanOutPart: fanOutPart)
+        case .sqlite(let path, let durability): try SQLiteStore(path: path, durability: durability, fanOutPart: fanOutPart)
         case .postgres(let configuration): PostgresStore(configuration)
         }
     }

@@ -176,7 +176,14 @@ public protocol DeliveryStore: Sendable {
 /// A store that cannot do what was asked: the database is unreachable, or refused.
 public struct StoreError: Error, CustomStringConvertible, Sendable {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// The database could not take the call now and may later: SQLite's lock held by
+    /// another connection past the busy timeout, a PostgreSQL server that cannot be
+    /// reached. apns-server answers such a call 503 with Retry-After, not 500.
+    public let isTemporary: Bool
+    public init(_ description: String, temporary: Bool = false) {
+        self.description = description
+        self.isTemporary = temporary
+    }
 }
 
 public struct DeviceRegistration: Sendable, Hashable {

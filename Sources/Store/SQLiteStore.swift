@@ -102,12 +102,22 @@ public final class SQLiteStore: DeliveryStore {
     /// Creates the folder, and opens the file once ourselves: SQLite only says
     /// "unable to open database file", while errno says why (permission denied,
     /// is a directory, not a directory…), which is the line an operator needs.
+    ///
+    /// The file holds device tokens and payloads: it is made owner-only (0600), and
+    /// so is one an older version made readable to others, with its -wal and -shm
+    /// (SQLite creates those with the database file's mode).
     static func prepareFile(_ path: String) throws(StoreError) {
         guard !path.isEmpty else { throw StoreError("cannot open the database: the path is empty") }
         try makeFolders(URL(fileURLWithPath: path).deletingLastPathComponent().path, for: path)
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw StoreError("cannot open \(path): \(errnoLine())") }
         close(fd)
+        for file in [path, path + "-wal", path + "-shm"] {
+            var info = stat()
+            guard stat(file, &info) == 0, info.st_mode & 0o077 != 0 else { continue }
+            // Fails only on a file another user owns: its owner chose its mode.
+            _ = chmod(file, info.st_mode & 0o700)
+        }
     }
 
     /// `mkdir -p`, with errno's reason when a level cannot be made.
@@ -143,7 +153,10 @@ extension StoreError {
         case let error as StoreError:
             self = error
         case let error as DatabaseError:
-            self.init("\(doing): \(error.message ?? "\(error.resultCode)")")
+            // BUSY: another connection (another process) holds the write lock past the
+            // busy timeout; LOCKED: a conflict inside this process. Both pass.
+            let busy = error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED
+            self.init("\(doing): \(error.message ?? "\(error.resultCode)")", temporary: busy)
         default:
             self.init("\(doing): \(error)")
         }

@@ -105,8 +105,9 @@ final class ServerProcess: @unchecked Sendable {
         self.sandbox = sandbox
         self.production = production
         let pki = Harness.pki
-        _ = scratch.file("api-keys", "# backend keys\n\(Harness.apiKey)\n")
-        _ = scratch.file("user-jwt.secret", Harness.jwtSecret + "\n")
+        // Owner-only, as an operator's would be: the server warns of secrets others can read.
+        chmod(scratch.file("api-keys", "# backend keys\n\(Harness.apiKey)\n"), 0o600)
+        chmod(scratch.file("user-jwt.secret", Harness.jwtSecret + "\n"), 0o600)
         func endpoints(_ indent: String) -> String {
             var lines: [String] = []
             // An endpoint nothing listens on when a test gives no mock for it.

@@ -346,7 +346,9 @@ import TestSupport
         #expect(full.database == "push" && full.tls == .require)
         #expect(full.description == "apns@db.example:6543/push")
         let plain = try PostgresStore.Configuration(url: "postgresql://apns@127.0.0.1/push")
-        #expect(plain.port == 5432 && plain.password == nil && plain.tls == .prefer)
+        #expect(plain.port == 5432 && plain.password == nil && plain.tls == .require && plain.caFile == nil)
+        let pinned = try PostgresStore.Configuration(url: "postgres://apns@db/push?sslmode=verify-full&sslrootcert=/etc/ca%20one.pem")
+        #expect(pinned.tls == .verifyFull && pinned.caFile == "/etc/ca one.pem")
 
         func problem(_ url: String) -> String? {
             do { _ = try PostgresStore.Configuration(url: url); return nil } catch { return error.description }
@@ -358,7 +360,11 @@ import TestSupport
         #expect(problem("postgres://a:hunter2@b:54x/c") == #"database URL: bad port "54x""#)
         #expect(problem("postgres://a:hunter2@:5432/c") == "database URL: no host (\(shape))")
         #expect(problem("postgres://a:hunter2@b/c?sslmode=maybe")
-                == #"database URL: sslmode must be disable, prefer or require, not "maybe""#)
+                == #"database URL: sslmode must be one of disable, require, verify-ca, verify-full, not "maybe""#)
+        #expect(problem("postgres://a:hunter2@b/c?sslmode=prefer")?.hasPrefix("database URL: sslmode must be one of") == true,
+                "prefer falls back to plain text on its own: not offered")
+        #expect(problem("postgres://a@b/c?sslmode=disable&sslrootcert=/ca.pem")
+                == "database URL: sslrootcert is for TLS, and sslmode=disable turns it off")
         for url in ["postgres://a:hunter2@b:54x/c", "postgres://a:hunter2@b:5432", "postgres://a:hunter2@b/c?x=1"] {
             #expect(problem(url)?.contains("hunter2") == false)
         }

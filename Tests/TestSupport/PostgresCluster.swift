@@ -24,9 +24,22 @@ public final class PostgresCluster: @unchecked Sendable {
     private var running = false
     private var databases = 0
 
+    /// With a certificate (`TestPKI`'s server.crt/server.key, for 127.0.0.1), the
+    /// server offers TLS too (plain connections still work: `pg_hba` says `host`).
+    public struct TLS: Sendable {
+        public let certificate: String
+        public let key: String
+        public init(certificate: String, key: String) {
+            self.certificate = certificate
+            self.key = key
+        }
+    }
+    private let tls: TLS?
+
     /// Creates and starts a cluster; throws a one-line error when PostgreSQL is
     /// missing or does not start (with the end of its log).
-    public init() throws {
+    public init(tls: TLS? = nil) throws {
+        self.tls = tls
         bin = try Self.findBinaries()
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("apns-pg-\(UUID().uuidString)").path
         port = freePort()
@@ -111,8 +124,8 @@ public final class PostgresCluster: @unchecked Sendable {
     // (`offPool`) and leave the cooperative pool's two threads to the other tests.
 
     /// `init()`, off the cooperative pool.
-    public static func make() async throws -> PostgresCluster {
-        try await offPool { Result { try PostgresCluster() } }.get()
+    public static func make(tls: TLS? = nil) async throws -> PostgresCluster {
+        try await offPool { Result { try PostgresCluster(tls: tls) } }.get()
     }
 
     /// `createDatabase()`, off the cooperative pool.
@@ -153,6 +166,22 @@ public final class PostgresCluster: @unchecked Sendable {
             max_connections = 300
             shared_buffers = 64MB
             """
+        // The server reads its key only when it is its own user's and owner-only.
+        var tlsSettings = ""
+        if let tls {
+            for (from, to) in [(tls.certificate, "server.crt"), (tls.key, "server.key")] {
+                let copy = folder + "/" + to
+                try Data(contentsOf: URL(fileURLWithPath: from)).write(to: URL(fileURLWithPath: copy))
+                chmod(copy, 0o600)
+                try Self.giveToServerUser(copy)
+            }
+            tlsSettings = """
+
+                ssl = on
+                ssl_cert_file = '\(folder)/server.crt'
+                ssl_key_file = '\(folder)/server.key'
+                """
+        }
         let hba = """
             local all all trust
             host  all all 127.0.0.1/32 trust
@@ -162,7 +191,7 @@ public final class PostgresCluster: @unchecked Sendable {
             throw ClusterError("cannot write \(data)/postgresql.conf")
         }
         conf.seekToEndOfFile()
-        conf.write(Data(settings.utf8))
+        conf.write(Data((settings + tlsSettings).utf8))
         try conf.close()
         try Data((hba + "\n").utf8).write(to: URL(fileURLWithPath: data + "/pg_hba.conf"))
         try Self.giveToServerUser(data + "/pg_hba.conf")

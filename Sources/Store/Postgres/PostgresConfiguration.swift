@@ -3,7 +3,7 @@ import PostgresNIO
 
 extension PostgresStore {
     /// Where the database is, read from the service's `database:` URL:
-    /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]`.
+    /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=MODE][&sslrootcert=CA.pem]`.
     ///
     /// The password is kept for the connection and appears nowhere else: `description`
     /// and every error name the database as `USER@HOST:PORT/DATABASE`.
@@ -14,23 +14,33 @@ extension PostgresStore {
         public var password: String?
         public var database: String
         public var tls: TLSMode
+        /// `sslrootcert`: the CA (PEM) the server's certificate must chain to, in place
+        /// of the system's roots; with it, `require` verifies the chain too (as libpq).
+        public var caFile: String?
         /// Connections in this instance's pool (the worker and the HTTP routes share it).
         public var maximumConnections: Int
 
-        /// `prefer` (the default, as libpq's) uses TLS when the server offers it, with the
-        /// certificate verified; `require` refuses a server without TLS; `disable` never asks.
-        public enum TLSMode: String, Sendable {
-            case disable, prefer, require
+        /// libpq's `sslmode`s, less the two that fall back to plain text on their own
+        /// (`allow`, `prefer`): a connection is in clear only where the URL says `disable`.
+        /// `require` (the default) refuses a server without TLS but, like libpq, checks no
+        /// certificate unless `sslrootcert` names a CA (it stops a listener, not an
+        /// impostor); `verify-ca` checks the chain; `verify-full` the chain and that the
+        /// certificate names the host (or the IP address connected to).
+        public enum TLSMode: String, Sendable, CaseIterable {
+            case disable, require
+            case verifyCA = "verify-ca"
+            case verifyFull = "verify-full"
         }
 
         public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String,
-                    tls: TLSMode = .prefer, maximumConnections: Int = 10) {
+                    tls: TLSMode = .require, caFile: String? = nil, maximumConnections: Int = 10) {
             self.host = host
             self.port = port
             self.user = user
             self.password = password
             self.database = database
             self.tls = tls
+            self.caFile = caFile
             self.maximumConnections = maximumConnections
         }
 
@@ -90,18 +100,28 @@ extension PostgresStore {
             if host.hasPrefix("[") && host.hasSuffix("]") { host = host.dropFirst().dropLast() }
             guard !host.isEmpty else { throw StoreError("database URL: no host (\(shape))") }
 
-            var tls = TLSMode.prefer
+            var tls = TLSMode.require
+            var caFile: String?
             for pair in query.split(separator: "&") {
                 let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-                guard parts.count == 2, parts[0] == "sslmode" else {
-                    throw StoreError("database URL: unknown parameter \"\(parts[0])\" (only sslmode is read)")
+                switch (parts[0], parts.count == 2 ? parts[1].removingPercentEncoding : nil) {
+                case ("sslmode", let value?):
+                    guard let mode = TLSMode(rawValue: value) else {
+                        let modes = TLSMode.allCases.map(\.rawValue).joined(separator: ", ")
+                        throw StoreError("database URL: sslmode must be one of \(modes), not \"\(value)\"")
+                    }
+                    tls = mode
+                case ("sslrootcert", let value?) where !value.isEmpty:
+                    caFile = value
+                default:
+                    throw StoreError("database URL: unknown parameter \"\(parts[0])\" (only sslmode and sslrootcert are read)")
                 }
-                guard let mode = TLSMode(rawValue: parts[1]) else {
-                    throw StoreError("database URL: sslmode must be disable, prefer or require, not \"\(parts[1])\"")
-                }
-                tls = mode
             }
-            self.init(host: String(host), port: port, user: user, password: password, database: database, tls: tls)
+            if caFile != nil, tls == .disable {
+                throw StoreError("database URL: sslrootcert is for TLS, and sslmode=disable turns it off")
+            }
+            self.init(host: String(host), port: port, user: user, password: password, database: database, tls: tls,
+                      caFile: caFile)
         }
 
         /// `USER@HOST:PORT/DATABASE`: what logs and errors may say.
@@ -111,8 +131,9 @@ extension PostgresStore {
         public var endpoint: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
         var client: PostgresClient.Configuration {
+            let tls: PostgresClient.Configuration.TLS = tlsSettings.map { .require($0) } ?? .disable
             var config = PostgresClient.Configuration(host: host, port: port, username: user, password: password,
-                                                      database: database, tls: clientTLS)
+                                                      database: database, tls: tls)
             config.options.maximumConnections = maximumConnections
             config.options.connectTimeout = .seconds(5)
             return config
@@ -120,28 +141,41 @@ extension PostgresStore {
 
         /// A single connection's settings (migrations and LISTEN use their own).
         func connection() throws(StoreError) -> PostgresConnection.Configuration {
-            let tls: PostgresConnection.Configuration.TLS
-            do {
-                switch self.tls {
-                case .disable: tls = .disable
-                case .prefer: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
-                case .require: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-                }
-            } catch {
-                throw StoreError("cannot set up TLS for PostgreSQL at \(endpoint): \(error)")
-            }
+            let tls: PostgresConnection.Configuration.TLS = try tlsContext().map { .require($0) } ?? .disable
             var config = PostgresConnection.Configuration(host: host, port: port, username: user, password: password,
                                                           database: database, tls: tls)
             config.options.connectTimeout = .seconds(5)
             return config
         }
 
-        private var clientTLS: PostgresClient.Configuration.TLS {
-            switch tls {
-            case .disable: .disable
-            case .prefer: .prefer(.makeClientConfiguration())
-            case .require: .require(.makeClientConfiguration())
+        /// Whether TLS can be set up as asked (the `sslrootcert` file read): the service
+        /// calls it at start, so a bad CA file is its one error line, not a failure at
+        /// the first connection.
+        public func checkTLS() throws(StoreError) {
+            _ = try tlsContext()
+        }
+
+        private func tlsContext() throws(StoreError) -> NIOSSLContext? {
+            guard let settings = tlsSettings else { return nil }
+            do {
+                return try NIOSSLContext(configuration: settings)
+            } catch {
+                let what = caFile.map { "the CA file (sslrootcert) \($0)" } ?? "the system's CA certificates"
+                throw StoreError("cannot set up TLS for PostgreSQL at \(endpoint): cannot load \(what): \(error)")
             }
+        }
+
+        /// The TLS the `sslmode` asks for; nil for `disable`.
+        private var tlsSettings: TLSConfiguration? {
+            guard tls != .disable else { return nil }
+            var settings = TLSConfiguration.makeClientConfiguration()
+            if let caFile { settings.trustRoots = .file(caFile) }
+            settings.certificateVerification = switch tls {
+            case .disable, .verifyFull: .fullVerification
+            case .verifyCA: .noHostnameVerification
+            case .require: caFile == nil ? .none : .noHostnameVerification
+            }
+            return settings
         }
     }
 }

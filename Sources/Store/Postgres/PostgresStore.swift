@@ -35,7 +35,9 @@ public final class PostgresStore: DeliveryStore {
 
     /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`.
     public convenience init(url: String) throws(StoreError) {
-        self.init(try Configuration(url: url))
+        let configuration = try Configuration(url: url)
+        try configuration.checkTLS()
+        self.init(configuration)
     }
 
     /// Ends the pool and the LISTEN connection; calls made after it fail.
@@ -198,7 +200,7 @@ extension StoreError {
         case let error as StoreError:
             self = error
         case let error as ConnectionLost:
-            self.init("\(doing): cannot reach \(at): \(error.reason)")
+            self.init("\(doing): cannot reach \(at): \(error.reason)", temporary: true)
         case let error as PSQLError:
             switch error.code {
             case .server:
@@ -207,15 +209,19 @@ extension StoreError {
                 // Who may connect where (28: authorization, 3D: no such database,
                 // 08: connection, 57P: the server shutting down) is about the server,
                 // not the statement: say which one.
+                // Passing states: connection trouble, the server shutting down or
+                // starting, out of connections or resources, a lock or a serialization
+                // conflict that outlasted the retries.
+                let temporary = ["08", "57P", "53", "55P03", "40001", "40P01"].contains(where: state.hasPrefix)
                 if ["28", "3D", "08", "57"].contains(where: state.hasPrefix) {
-                    self.init("\(doing): \(at): \(message)")
+                    self.init("\(doing): \(at): \(message)", temporary: temporary)
                 } else {
-                    self.init("\(doing): \(message)")
+                    self.init("\(doing): \(message)", temporary: temporary)
                 }
             case .connectionError, .serverClosedConnection, .uncleanShutdown:
-                self.init("\(doing): cannot reach \(at): \(Self.reason(error.underlying))")
+                self.init("\(doing): cannot reach \(at): \(Self.reason(error.underlying))", temporary: true)
             case .sslUnsupported:
-                self.init("\(doing): \(at) does not offer TLS (sslmode=require)")
+                self.init("\(doing): \(at) does not offer TLS (sslmode=\(config.tls.rawValue); sslmode=disable in the URL connects without it)")
             case .authMechanismRequiresPassword:
                 self.init("\(doing): \(at) asks for a password and the URL has none")
             case .poolClosed, .clientClosedConnection:
@@ -226,7 +232,7 @@ extension StoreError {
         case let error as ConnectionPoolError where error == .poolShutdown:
             self.init("\(doing): the store is closed")
         case let error as ConnectionPoolError where error == .connectionCreationCircuitBreakerTripped:
-            self.init("\(doing): cannot reach \(at): no connection could be made for a minute")
+            self.init("\(doing): cannot reach \(at): no connection could be made for a minute", temporary: true)
         case let error as PostgresDecodingError:
             self.init("\(doing): column \(error.columnName) is not what this program expects (\(error.code))")
         default:
@@ -244,6 +250,15 @@ extension StoreError {
         case let error as IOError:
             let text = String(cString: strerror(error.errnoCode))
             return text.prefix(1).lowercased() + text.dropFirst()
+        case let error as NIOSSLError:
+            // BoringSSL's reason, in its words: CERTIFICATE_VERIFY_FAILED and the like.
+            let text = "\(error)"
+            if text.contains("CERTIFICATE_VERIFY_FAILED") {
+                return "TLS: the server's certificate is not signed by a trusted CA (see sslrootcert)"
+            }
+            return "TLS handshake failed: \(text)"
+        case let error as NIOSSLExtraError where error == .failedToValidateHostname:
+            return "TLS: the server's certificate does not name the host connected to (sslmode=verify-full)"
         case let error as ChannelError:
             if case .connectTimeout = error { return "no answer to the connection (timed out)" }
             return "\(error)"
