@@ -53,9 +53,10 @@ import Testing
 
     /// A head that never ends, and a body trickled a byte at a time with valid
     /// credentials: each is cut off at the request deadline (2 s here), however
-    /// steadily the bytes come (each would reset an idle timer).
+    /// steadily the bytes come (each would reset an idle timer). The idle timeout is
+    /// 10 minutes, so that only the deadline can end them within the hang guard.
     @Test func aRequestMustArriveWithinItsDeadlineHoweverItTrickles() async throws {
-        let server = Self.server()
+        let server = Self.server("idle_timeout_seconds: 600")
         try await server.start()
         defer { Task { await server.stop() } }
         let starts = [
@@ -99,9 +100,10 @@ import Testing
     }
 
     /// One address holds at most `max_connections_per_address`: one more is closed
-    /// at once, those admitted still answer, and a slot freed is taken again.
+    /// at once, those admitted still answer, and a slot freed is taken again. (The
+    /// idle timeout is 10 minutes: no idle connection is closed for being idle here.)
     @Test func connectionsPerAddressAreCapped() async throws {
-        let server = Self.server("max_connections_per_address: 5")
+        let server = Self.server("max_connections_per_address: 5\nidle_timeout_seconds: 600")
         try await server.start()
         defer { Task { await server.stop() } }
         let port = server.port
