@@ -27,6 +27,9 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         // apns-server on PostgreSQL (several instances sharing one outbox).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // apns-server's connection handlers (Hummingbird's own NIO dependencies).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     ],
     targets: [
         // The sender's hot path: ES256 provider tokens (OpenSSL) and HTTP/2 transports.
@@ -79,6 +82,9 @@ let package = Package(
                 "APNs", "Store", "CServiceCrypto",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),

@@ -52,7 +52,9 @@ echo "seeded $n devices in $(python3 -c "import time; print(round(time.time() - 
 
 payload='{"aps":{"alert":{"title":"Order Ready","body":"Order #1234 is ready for collection"},"badge":1,"sound":"default"},"type":"order_status_changed","entity_type":"order","entity_id":"order-uuid"}'
 echo "$payload" >"$dir/payload.json"
-depth() { curl -s "$base/metrics" | awk '/^apns_server_outbox_depth / {print int($2)}'; }
+# From the database: the /metrics gauge is counted on its own clock and can be
+# older than the POST that just returned.
+depth() { python3 -c "import sqlite3; print(sqlite3.connect('$dir/apns.db', timeout=30).execute('SELECT count(*) FROM outbox').fetchone()[0])"; }
 
 service_rates=()
 for r in $(seq "$runs"); do

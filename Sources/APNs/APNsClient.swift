@@ -125,6 +125,15 @@ public final class APNsClient: Sendable {
         await dispatcher.shutdown()
     }
 
+    /// Shuts down without waiting: requests in flight end at once with status 0 (no
+    /// answer), as do sends started afterwards. For a process out of time to drain
+    /// (its caller gives the unanswered ones back to be sent again); a `shutdown()`
+    /// still waiting returns once they have ended.
+    public func abandon() {
+        shutDown.store(true, ordering: .releasing)
+        dispatcher.abandon()
+    }
+
     var isShutDown: Bool { shutDown.load(ordering: .acquiring) }
 
     /// Over every environment's connections.

@@ -40,4 +40,15 @@ final class Dispatcher: Sendable {
         for lane in lanes { await lane.drained() }
         for lane in lanes { lane.destroy() }
     }
+
+    /// Stops new sends everywhere and frees the C senders now: requests in flight
+    /// end unanswered (status 0), as cancelled, instead of being waited for.
+    func abandon() {
+        let lanes = state.withLock { s in
+            s.closed = true
+            return Array(s.lanes.values)
+        }
+        for lane in lanes { lane.close() }
+        for lane in lanes { lane.destroy() }
+    }
 }

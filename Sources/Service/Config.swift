@@ -39,6 +39,23 @@ public struct ServerConfig: Sendable {
     public var testClockFile: String?
     public static let testClockVariable = "APNS_SERVER_TEST_CLOCK"
 
+    // Connections, shutdown and /metrics (see `ConnectionGuard`, `ShutdownGrace`, `OpsRoutes`).
+    /// A request, head and body, must arrive within this long of its first byte,
+    /// however it trickles (the idle timeout covers a connection between requests).
+    public var requestTimeoutSeconds = 30
+    /// Open connections from one client address, at most; one more is closed at once.
+    public var maxConnectionsPerAddress = 64
+    /// Open connections in all; past it the server stops accepting until one closes.
+    public var maxConnections = 4096
+    /// On SIGTERM, how long the drain may take; what APNs has not answered by then
+    /// goes back to the outbox for the next process, and the exit is 0.
+    public var shutdownGraceSeconds = 25
+    /// A bearer token `/metrics` accepts besides the API keys (for a scraper that
+    /// should not hold an API key); nil: the API keys only.
+    var metricsToken: [UInt8]?
+    /// How often the outbox gauges of `/metrics` are counted (never per scrape).
+    public var metricsRefreshMillis = 5000
+
     public struct WorkerConfig: Sendable {
         /// Deliveries one claim takes.
         public var batchSize = 1000
@@ -57,6 +74,9 @@ public struct ServerConfig: Sendable {
         /// Backoff before such a delivery is tried again: base × 2^attempts, capped.
         public var backoffBaseMillis = 1000
         public var backoffMaxMillis = 300_000
+        /// Deliveries handed from enqueues to one loop and not yet taken, at most;
+        /// past it a fan-out leaves them to ordinary claims (0: never hand over).
+        public var handoffLimit = 20_000
     }
 
     /// How long the delivery log keeps what is finished.
@@ -244,6 +264,7 @@ extension ServerConfig {
             worker.maxAttempts = try w!.int("max_attempts", default: worker.maxAttempts, range: 1...1000)
             worker.backoffBaseMillis = try w!.int("backoff_base_ms", default: worker.backoffBaseMillis, range: 0...3_600_000)
             worker.backoffMaxMillis = try w!.int("backoff_max_ms", default: worker.backoffMaxMillis, range: 0...86_400_000)
+            worker.handoffLimit = try w!.int("handoff_limit", default: worker.handoffLimit, range: 0...10_000_000)
             try w!.rejectUnknown()
         }
 
@@ -306,6 +327,17 @@ extension ServerConfig {
             }
             testClockFile = path
         }
+        let requestTimeout = try reader.int("request_timeout_seconds", default: 30, range: 1...3600)
+        let perAddress = try reader.int("max_connections_per_address", default: 64, range: 1...1_000_000)
+        let maxConnections = try reader.int("max_connections", default: 4096, range: 1...1_000_000)
+        let grace = try reader.int("shutdown_grace_seconds", default: 25, range: 1...3600)
+        let metricsRefresh = try reader.int("metrics_refresh_ms", default: 5000, range: 10...3_600_000)
+        var metricsToken: [UInt8]?
+        var metricsTokenPath: String?
+        if let file = try reader.string("metrics_token_file", required: false) {
+            metricsTokenPath = resolve(file, against: base)
+            metricsToken = try readMetricsToken(metricsTokenPath!)
+        }
         try reader.rejectUnknown()
 
         var config = ServerConfig(listenHost: host, listenPort: port, database: parsedDatabase, apiKeys: apiKeys,
@@ -315,8 +347,15 @@ extension ServerConfig {
         config.maxTokensPerUser = maxTokensPerUser
         config.userJWTClaims = claims
         var secretFiles: [String] = []
-        for path in [apiKeysPath, secretPath] + apps.map(\.keyPath) where !secretFiles.contains(path) { secretFiles.append(path) }
+        let secretPaths = [apiKeysPath, secretPath] + [metricsTokenPath].compactMap { $0 } + apps.map(\.keyPath)
+        for path in secretPaths where !secretFiles.contains(path) { secretFiles.append(path) }
         config.warnings = secretFiles.compactMap(Self.openToOthers)
+        config.requestTimeoutSeconds = requestTimeout
+        config.maxConnectionsPerAddress = perAddress
+        config.maxConnections = maxConnections
+        config.shutdownGraceSeconds = grace
+        config.metricsRefreshMillis = metricsRefresh
+        config.metricsToken = metricsToken
         return config
     }
 
@@ -558,6 +597,20 @@ extension ServerConfig {
         while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
         guard bytes.count >= 32 else {
             throw ConfigError("user_jwt_secret_file: the secret in \(path) is shorter than 32 bytes (HS256 wants at least 256 bits)")
+        }
+        return bytes
+    }
+
+    /// The token of `metrics_token_file`: one line, 16 bytes or more.
+    static func readMetricsToken(_ path: String) throws(ConfigError) -> [UInt8] {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw ConfigError("metrics_token_file: cannot read \(path): \(why(error))")
+        }
+        var bytes = Array(data)
+        while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 { bytes.removeLast() }
+        guard bytes.count >= 16, !bytes.contains(0x0A) else {
+            throw ConfigError("metrics_token_file: \(path) must hold one token of 16 characters or more")
         }
         return bytes
     }

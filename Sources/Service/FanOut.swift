@@ -229,10 +229,13 @@ struct FanOut: Sendable {
             notification, appType: request.app.appType, audience: request.audience, now: now, lease: lease,
             plan: { recipients in Self.deliveries(request, to: recipients, now: now) },
             leased: { claimed in
-                if let handoff, let lessee, !handoff.deliver(claimed, to: lessee) {
-                    // That loop stopped meanwhile (shutting down): the outbox has them,
-                    // free for the next process at once. Should this fail, the lease runs out.
-                    try? await store.unclaim(worker: lessee, deliveryIDs: claimed.map(\.id))
+                guard let handoff, let lessee else { return }
+                let refused = handoff.deliver(claimed, to: lessee)
+                if !refused.isEmpty {
+                    // That loop has no room left (it takes as fast as APNs answers), or it
+                    // stopped meanwhile: the outbox has them, free to be claimed at once.
+                    // Should this fail, the lease runs out.
+                    try? await store.unclaim(worker: lessee, deliveryIDs: refused.map(\.id))
                 }
             })
         metrics.notification(app: request.app.appType, deliveries: skipped.deliveries)

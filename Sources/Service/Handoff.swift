@@ -14,6 +14,11 @@ import Synchronization
 /// Only for an outbox this process has to itself (SQLite): on a shared database
 /// every instance claims its share of a notification, which a hand-off to the
 /// instance that took the request would undo.
+///
+/// Bounded: a loop is handed at most `limit` deliveries it has not taken yet. A
+/// loop takes only as fast as APNs answers, and fan-outs can come faster (or APNs
+/// not answer at all); past the bound a fan-out's deliveries stay in the outbox,
+/// unleased, and are claimed as any others, so memory does not grow with the backlog.
 final class Handoff: Sendable {
     private struct Mailbox {
         let held: HeldSet
@@ -30,38 +35,47 @@ final class Handoff: Sendable {
 
     private let state = Mutex(State())
     private let batchSize: Int
+    let limit: Int
     private let wakeup: WorkerWakeup
 
-    init(batchSize: Int, wakeup: WorkerWakeup) {
+    init(batchSize: Int, limit: Int, wakeup: WorkerWakeup) {
         self.batchSize = batchSize
+        self.limit = limit
         self.wakeup = wakeup
     }
 
-    /// The loop to lease the next fan-out to, in turn; nil when none runs (stopping).
+    /// The loop to lease the next fan-out to, in turn among those with room; nil
+    /// when none has room or none runs (stopping): the fan-out is left to claims.
     func lessee() -> String? {
         state.withLock { s in
-            guard !s.order.isEmpty else { return nil }
-            s.turn = (s.turn + 1) % s.order.count
-            return s.order[s.turn]
+            for _ in s.order.indices {
+                s.turn = (s.turn + 1) % s.order.count
+                let worker = s.order[s.turn]
+                if s.mailboxes[worker]!.queued < limit { return worker }
+            }
+            return nil
         }
     }
 
-    /// Gives `claimed`, leased to `worker`, to that loop. False when the loop has
-    /// stopped since it was chosen: the caller gives them back to the outbox.
-    func deliver(_ claimed: [ClaimedDelivery], to worker: String) -> Bool {
-        guard !claimed.isEmpty else { return true }
-        let accepted = state.withLock { s -> Bool in
-            guard s.mailboxes[worker] != nil else { return false }
+    /// Gives `claimed`, leased to `worker`, to that loop, as many as its room allows.
+    /// Returns those it did not take (all of them when the loop has stopped since it
+    /// was chosen): the caller gives them back to the outbox, to be claimed.
+    func deliver(_ claimed: [ClaimedDelivery], to worker: String) -> ArraySlice<ClaimedDelivery> {
+        guard !claimed.isEmpty else { return [] }
+        let taken = state.withLock { s -> Int in
+            guard let mailbox = s.mailboxes[worker] else { return 0 }
+            let taken = min(claimed.count, max(0, limit - mailbox.queued))
+            guard taken > 0 else { return 0 }
             // Held from now on: the loop's lease renewal covers them while they wait.
-            s.mailboxes[worker]!.held.insert(claimed.map(\.id))
-            for start in stride(from: 0, to: claimed.count, by: batchSize) {
-                s.mailboxes[worker]!.batches.append(Array(claimed[start..<min(start + batchSize, claimed.count)]))
+            s.mailboxes[worker]!.held.insert(claimed[..<taken].map(\.id))
+            for start in stride(from: 0, to: taken, by: batchSize) {
+                s.mailboxes[worker]!.batches.append(Array(claimed[start..<min(start + batchSize, taken)]))
             }
-            s.mailboxes[worker]!.queued += claimed.count
-            return true
+            s.mailboxes[worker]!.queued += taken
+            return taken
         }
-        if accepted { wakeup.wake() }
-        return accepted
+        if taken > 0 { wakeup.wake() }
+        return claimed[taken...]
     }
 
     /// A loop starts taking hand-offs.

@@ -72,11 +72,16 @@ final class OutboxWorker: Service, Sendable {
             follower?.cancel()
             await follower?.value
         } onGracefulShutdown: {
-            // Stop claiming; what is in hand is sent and recorded before run returns.
-            self.stopping.store(true, ordering: .releasing)
-            for _ in 0..<self.config.worker.concurrency { self.wakeup.wake() }
+            self.stop()
         }
         logger.info("outbox worker stopped")
+    }
+
+    /// Stop claiming; what is in hand is sent and recorded before `run` returns (and
+    /// what no answer comes for is released, once the clients are abandoned).
+    func stop() {
+        stopping.store(true, ordering: .releasing)
+        for _ in 0..<config.worker.concurrency { wakeup.wake() }
     }
 
     private var isStopping: Bool { stopping.load(ordering: .acquiring) }

@@ -95,7 +95,8 @@ public enum APNsServer {
         let wakeup = WorkerWakeup()
         // A shared outbox (several instances) spreads each notification over all of
         // them through their claims; handing it to this instance's loops would not.
-        let handoff = store is any SharedOutbox ? nil : Handoff(batchSize: config.worker.batchSize, wakeup: wakeup)
+        let handoff = store is any SharedOutbox || config.worker.handoffLimit == 0 ? nil
+            : Handoff(batchSize: config.worker.batchSize, limit: config.worker.handoffLimit, wakeup: wakeup)
         let worker = OutboxWorker(config: config, store: store, clients: clients, metrics: metrics, wakeup: wakeup,
                                   handoff: handoff, logger: logger)
         let broadcasts: Broadcasts
@@ -108,15 +109,19 @@ public enum APNsServer {
         let broadcastWorker = BroadcastWorker(config: config, store: store, broadcasts: broadcasts,
                                               wakeup: broadcastWakeup, logger: logger)
         let pruner = LogPruner(config: config, store: store, metrics: metrics, logger: logger)
+        let gauges = OutboxGauges(config: config, store: store, metrics: metrics, logger: logger)
         let router = makeRouter(config: config, store: store, metrics: metrics, wakeup: wakeup, handoff: handoff,
                                 broadcasts: broadcasts, broadcastWakeup: broadcastWakeup)
+        let connections = ConnectionLimits(perAddress: config.maxConnectionsPerAddress)
         let app = Application(
             router: router,
-            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(config.idleTimeoutSeconds)))),
+            server: GuardedHTTP1Channel.builder(limits: connections,
+                                                requestTimeout: .seconds(Int64(config.requestTimeoutSeconds)),
+                                                idleTimeout: .seconds(Int64(config.idleTimeoutSeconds))),
             configuration: .init(address: .hostname(config.listenHost, port: config.listenPort),
-                                 availableConnectionsDelegate: MaximumAvailableConnections(4096)),
-            // Shut down in reverse: HTTP server, pruner, workers, clients.
-            services: [clients, broadcastWorker, worker, pruner],
+                                 availableConnectionsDelegate: MaximumAvailableConnections(config.maxConnections)),
+            // Shut down in reverse: HTTP server, gauges, pruner, workers, clients.
+            services: [clients, broadcastWorker, worker, pruner, gauges],
             onServerRunning: { channel in
                 // On stdout whatever the log level, as apns-mock reports its port: with
                 // `listen: HOST:0` this line is how a supervisor (or a test) learns it.
@@ -124,8 +129,18 @@ public enum APNsServer {
                 FileHandle.standardOutput.write(Data("apns-server listening on \(config.listenHost):\(port)\n".utf8))
             },
             logger: logger)
+        // Out of time to drain: the worker stops claiming, what APNs has not answered
+        // ends unanswered (and goes back to the outbox), open connections close.
+        let grace = ShutdownGrace(grace: .seconds(config.shutdownGraceSeconds), logger: logger) {
+            worker.stop()
+            for client in clients.all { client.abandon() }
+            connections.closeAll()
+        }
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: app), .init(service: grace, successTerminationBehavior: .ignore)],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
-            try await app.runService()
+            try await group.run()
         } catch {
             logger.error("apns-server stopped: \(error)")
             return 1
@@ -141,7 +156,8 @@ public enum APNsServer {
         router.add(middleware: ErrorMiddleware())
         let auth = Auth(apiKeys: config.apiKeys, jwtSecret: config.userJWTSecret, jwtClaims: config.userJWTClaims)
         let body = BodyReader(limit: config.maxBodyBytes)
-        OpsRoutes(store: store, metrics: metrics).register(on: router)
+        OpsRoutes(metrics: metrics, auth: auth, metricsToken: config.metricsToken.map(MetricsToken.init))
+            .register(on: router)
         UserRoutes(config: config, store: store, body: body, auth: auth).register(on: router)
         BackendRoutes(config: config, store: store, body: body, auth: auth,
                       fanOut: FanOut(config: config, store: store, metrics: metrics, handoff: handoff),

@@ -86,7 +86,7 @@ import TestSupport
             #"{"type":"device_assigned","entity_type":"device","entity_id":"d1","app_type":"staff","user_ids":["u3","u4"],"alert":{"title":"t","body":"b"}}"#)
         #expect(master.body.hasSuffix(#""deliveries":1,"skipped":{"preferences":1,"no_devices":0}}"#), "\(master.body)")
 
-        let metrics = await server.request("GET", "/metrics")
+        let metrics = await server.metrics()
         #expect(metrics.status == 200)
         #expect(metrics.body.contains(#"apns_server_deliveries_total{app="staff",type="order_status_changed",result="delivered",reason="Success"} 3"#))
         #expect(metrics.body.contains("apns_server_delivery_latency_seconds_bucket"))

@@ -54,7 +54,14 @@ import TestSupport
         #expect(log["not_before"] as? String == TestClock.iso(t0 + 60_000))
         let elmCarrier = try #require(await Held.delivery(server, elmMember.apnsID)["carried_by"] as? String)
         #expect(elmCarrier != carrier)
-        let metrics = await server.request("GET", "/metrics").body
+        // The gauges are counted on their own clock (every 100 ms here): the count after this point.
+        var metrics = ""
+        let counted = Date().addingTimeInterval(30)
+        repeat {
+            metrics = await server.metrics().body
+            if metrics.contains("apns_server_outbox_waiting 2.0\n") && metrics.contains("apns_server_outbox_depth 2.0\n") { break }
+            try await Task.sleep(for: .milliseconds(50))
+        } while Date() < counted
         #expect(metrics.contains("apns_server_outbox_waiting 2.0\n") && metrics.contains("apns_server_outbox_depth 2.0\n"),
                 "two windows' sends wait: \(metrics.split(separator: "\n").filter { $0.contains("outbox") })")
 

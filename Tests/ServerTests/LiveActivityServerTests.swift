@@ -209,7 +209,7 @@ import TestSupport
         let tooBig = await server.backend("POST", "/v1/live-activities",
                                           #"{"app_type":"staff","event":"update","activity_id":"a1","content_state":{"x":"\#(big)"}}"#)
         #expect(tooBig.status == 400 && tooBig.body.contains("APNs accepts at most 4096 for liveactivity pushes"))
-        let metrics = await server.request("GET", "/metrics").body
+        let metrics = await server.metrics().body
         #expect(metrics.contains("apns_server_outbox_depth 0"))
         #expect(production.recordedRequests().isEmpty)
     }

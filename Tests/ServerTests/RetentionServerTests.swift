@@ -40,7 +40,7 @@ import TestSupport
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(await server.backend("GET", "/v1/notifications/\(recent)").status == 200)
-        let metrics = await server.request("GET", "/metrics").body
+        let metrics = await server.metrics().body
         #expect(metrics.contains(#"apns_server_log_pruned_total{kind="notification"} 1"#), "\(metrics)")
         #expect(metrics.contains(#"apns_server_log_pruned_total{kind="delivery"} 1"#))
     }

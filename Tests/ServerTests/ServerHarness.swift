@@ -87,6 +87,8 @@ final class ServerProcess: @unchecked Sendable {
         var batchSize = 1000
         /// `worker.fan_out_part`: nil, the default.
         var fanOutPart: Int?
+        /// `worker.handoff_limit`: nil, the default.
+        var handoffLimit: Int?
         var pollMillis = 50
         var extraTopLevel = ""
         var maxAttempts = 25
@@ -135,6 +137,7 @@ final class ServerProcess: @unchecked Sendable {
             api_keys_file: api-keys
             user_jwt_secret_file: user-jwt.secret
             log_level: warning
+            metrics_refresh_ms: 100
             worker:
               batch_size: \(options.batchSize)
               lease_seconds: \(options.leaseSeconds)
@@ -142,6 +145,7 @@ final class ServerProcess: @unchecked Sendable {
               max_attempts: \(options.maxAttempts)
               backoff_base_ms: \(options.backoffBaseMillis)
               \(options.fanOutPart.map { "fan_out_part: \($0)" } ?? "")
+              \(options.handoffLimit.map { "handoff_limit: \($0)" } ?? "")
             \(options.extraTopLevel)
             \(options.testClockFile.map { "test_clock_file: \($0)" } ?? "")
             apps:
@@ -165,6 +169,17 @@ final class ServerProcess: @unchecked Sendable {
             \(extraApps)
             """
         configPath = scratch.file("apns-server.yaml", yaml)
+    }
+
+    /// Points the config's production endpoint at `mock` instead (for the next
+    /// start): a restart against an APNs that now answers.
+    func retarget(production mock: MockServer) throws {
+        var yaml = try String(contentsOfFile: configPath, encoding: .utf8)
+        if let old = production?.port {
+            yaml = yaml.replacingOccurrences(of: "production_endpoint: https://127.0.0.1:\(old)\n",
+                                             with: "production_endpoint: https://127.0.0.1:\(mock.port)\n")
+        }
+        try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
     }
 
     /// Starts the server and waits until it accepts connections.
@@ -246,13 +261,19 @@ final class ServerProcess: @unchecked Sendable {
         await request(method, path, body: body, bearer: Harness.apiKey)
     }
 
+    /// `GET /metrics` with a credential it takes (an API key).
+    func metrics() async -> HTTPResponse {
+        await request("GET", "/metrics", bearer: Harness.apiKey)
+    }
+
     /// Waits until the outbox is empty (every delivery final); the default is for a
-    /// loaded machine, not a goal.
+    /// loaded machine, not a goal. Read from the database: the metrics' gauge is
+    /// counted on its own clock, and may be older than the caller's last request.
     func drained(timeout: TimeInterval = 180) async throws {
+        let store = try self.store()
         let end = Date().addingTimeInterval(timeout)
         while Date() < end {
-            let metrics = await request("GET", "/metrics").body
-            if metrics.contains("apns_server_outbox_depth 0") { return }
+            if (try? await store.outboxDepth()) == 0 { return }
             try await Task.sleep(for: .milliseconds(50))
         }
         throw DrainTimeout()

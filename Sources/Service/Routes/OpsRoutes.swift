@@ -2,28 +2,48 @@ import Hummingbird
 import Prometheus
 import Store
 
-/// `GET /health` and `GET /metrics`: no credentials (they reveal no user data),
-/// for load balancers and Prometheus.
+/// `GET /health`, with no credentials (for load balancers), and `GET /metrics` (for
+/// Prometheus), which takes a bearer: the `metrics_token_file` token when the config
+/// names one, or one of the API keys. The metrics say how much is sent for which app
+/// and how the service is doing: not for anyone who can reach the port. Serving
+/// them costs no database query (`OutboxGauges` counts the outbox on its own clock).
 struct OpsRoutes: Sendable {
-    let store: any DeliveryStore
     let metrics: ServiceMetrics
+    let auth: Auth
+    let metricsToken: MetricsToken?
 
     func register(on router: Router<ServiceContext>) {
         router.get("health") { _, _ -> Response in
             JSONResponse.ok(.object([("status", .string("ok"))]))
         }
-        router.get("metrics") { _, context -> Response in
-            // The depth is read at scrape time: the outbox is the truth, not a counter.
-            do {
-                metrics.outboxDepth.set(Int64(try await store.outboxDepth()))
-                metrics.outboxWaiting.set(Int64(try await store.outboxWaiting(now: Clock.nowMillis)))
-            } catch {
-                context.logger.warning("outbox depth unavailable", metadata: ["error": "\(error)"])
-            }
+        router.get("metrics") { [auth, metricsToken, metrics] request, _ -> Response in
+            guard let credential = Auth.bearer(request) else { throw APIError.unauthorized("missing bearer token") }
+            // Both compared, whichever matches: the time says nothing of which.
+            let isToken = metricsToken?.matches(credential) ?? false
+            let isKey = auth.isAPIKey(credential)
+            guard isToken || isKey else { throw APIError.unauthorized("invalid bearer token") }
             var out: [UInt8] = []
             metrics.registry.emit(into: &out)
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: out)))
         }
+    }
+}
+
+/// The `metrics_token_file` token, kept as an HMAC under a per-process random key and
+/// compared in constant time (as `Auth` compares API keys).
+struct MetricsToken: Sendable {
+    private let key: [UInt8]
+    private let digest: [UInt8]
+
+    init(_ token: [UInt8]) {
+        var key = [UInt8](repeating: 0, count: 32)
+        for i in key.indices { key[i] = UInt8.random(in: 0...255) }
+        self.key = key
+        digest = Auth.hmac(key: key, token)
+    }
+
+    func matches(_ credential: String) -> Bool {
+        Auth.equal(Auth.hmac(key: key, Array(credential.utf8)), digest)
     }
 }

@@ -1,0 +1,38 @@
+import Logging
+import ServiceLifecycle
+import Store
+
+/// Keeps `/metrics`' outbox gauges (depth, waiting) current: counted every
+/// `metrics_refresh_ms` by this service, never by a scrape, so that however often
+/// (or by whom) `/metrics` is asked, the outbox is counted at one fixed rate.
+final class OutboxGauges: Service, Sendable {
+    let store: any DeliveryStore
+    let metrics: ServiceMetrics
+    let interval: Duration
+    let logger: Logger
+
+    init(config: ServerConfig, store: any DeliveryStore, metrics: ServiceMetrics, logger: Logger) {
+        self.store = store
+        self.metrics = metrics
+        interval = .milliseconds(config.metricsRefreshMillis)
+        self.logger = logger
+    }
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                await self.refresh()
+                try? await Task.sleep(for: self.interval)
+            }
+        }
+    }
+
+    func refresh() async {
+        do {
+            metrics.outboxDepth.set(Int64(try await store.outboxDepth()))
+            metrics.outboxWaiting.set(Int64(try await store.outboxWaiting(now: Clock.nowMillis)))
+        } catch {
+            logger.warning("outbox depth unavailable", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// The deadline of a graceful shutdown. The drain (the HTTP server finishing its
+/// requests, the worker getting APNs' answers to what it sent) can wait on others
+/// without end: an APNs that accepts requests and never answers, a client that
+/// never finishes. `grace` after the signal, whatever is still waited for is given
+/// up: `expire` ends the APNs requests in flight unanswered (the worker gives those
+/// deliveries back to the outbox, due at once, for the next process) and closes the
+/// connections still open; the shutdown then completes and the exit is 0.
+///
+/// Listed last in the outermost service group, so that it hears the signal first.
+struct ShutdownGrace: Service {
+    let grace: Duration
+    let logger: Logger
+    let expire: @Sendable () -> Void
+
+    /// Past the grace, this much more for the unanswered to be written back; a
+    /// process still alive then exits at once (the leases cover whatever it held).
+    static let lastResort: Duration = .seconds(10)
+
+    func run() async throws {
+        do {
+            try await gracefulShutdown()
+        } catch {
+            return  // cancelled: the service group ended otherwise
+        }
+        let (grace, logger, expire) = (grace, logger, expire)
+        // Unstructured: this service is done; the timer outlives it, not the process.
+        Task.detached {
+            try? await Task.sleep(for: grace)
+            logger.warning("shutdown grace expired: unanswered deliveries go back to the outbox",
+                           metadata: ["grace_seconds": "\(grace.components.seconds)"])
+            expire()
+            try? await Task.sleep(for: Self.lastResort)
+            logger.error("shutdown did not complete after its grace; exiting")
+            exit(0)
+        }
+    }
+}
