@@ -1,5 +1,6 @@
 import APNsMock
 import Foundation
+import Store
 import Testing
 import TestSupport
 
@@ -31,8 +32,9 @@ import TestSupport
         let store = try server.store()
         try await store.migrate()
         for (i, token) in Harness.tokens(users, seed: 90).enumerated() {
-            try await store.register(.init(userID: "soak-\(i)", companyID: "soak-co", token: token, platform: "ios",
-                                           appType: "staff"), now: Int64(Date().timeIntervalSince1970 * 1000))
+            try await store.register([DeviceRegistration(userID: "soak-\(i)", companyID: "soak-co", token: token,
+                                                         platform: "ios", appType: "staff")],
+                                     maxActive: .max, now: Int64(Date().timeIntervalSince1970 * 1000))
         }
         try await server.start()
         defer { Task { await server.stop() } }
