@@ -75,6 +75,8 @@ final class ServerProcess: @unchecked Sendable {
     private(set) var port: UInt16 = 0
     let configPath: String
     var databasePath: String { scratch.path("var/apns.db") }
+    /// The config's postgres:// URL; nil: the SQLite file at `databasePath`.
+    let databaseURL: String?
     private var process: ChildProcess?
     private var stderrPath: String { scratch.path("stderr.log") }
     private var stdoutPath: String { scratch.path("stdout.log") }
@@ -105,6 +107,7 @@ final class ServerProcess: @unchecked Sendable {
 
     init(sandbox: MockServer?, production: MockServer?, options: Options = Options()) {
         self.sandbox = sandbox
+        databaseURL = options.database
         self.production = production
         let pki = Harness.pki
         // Owner-only, as an operator's would be: the server warns of secrets others can read.
@@ -270,7 +273,14 @@ final class ServerProcess: @unchecked Sendable {
     /// loaded machine, not a goal. Read from the database: the metrics' gauge is
     /// counted on its own clock, and may be older than the caller's last request.
     func drained(timeout: TimeInterval = 180) async throws {
-        let store = try self.store()
+        // The server's own database, whichever engine the config names.
+        let store: any DeliveryStore
+        if let url = databaseURL {
+            store = PostgresStore(try PostgresStore.Configuration(url: url))
+        } else {
+            store = try self.store()
+        }
+        defer { if let postgres = store as? PostgresStore { Task { await postgres.close() } } }
         let end = Date().addingTimeInterval(timeout)
         while Date() < end {
             if (try? await store.outboxDepth()) == 0 { return }
