@@ -47,7 +47,7 @@ import TestSupport
         #expect(answers.first?.headers["apns-unique-id"] != nil)
 
         kill(process.processIdentifier, SIGUSR1)
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: stats) {
+        for _ in 0..<3_000 where !FileManager.default.fileExists(atPath: stats) {   // a minute: a hang guard
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(try String(contentsOfFile: stats, encoding: .utf8).contains(#""410":1"#))

@@ -1,6 +1,5 @@
 import APNsMock
 import Foundation
-import Synchronization
 import TestSupport
 import Testing
 @testable import APNs
@@ -55,26 +54,39 @@ import Testing
     /// submits under way and stops the rest, so none reaches the freed sender (ASan
     /// would report it), and every caller still ends with exactly one result.
     @Test func aLaneDestroyedUnderConcurrentSubmitsNeverReachesAFreedSender() async throws {
-        // 3,000 sends at 100 slots take 60 answer times: with 50 ms each the run lasts
-        // 3 s, so the destroy comes mid-run. It is made from a thread of its own, not a
-        // task: in a full `swift test` the task pool can be held up for seconds, and a
-        // polling task (at 2 ms an answer) once looked only after the last answer.
-        let mock = try Harness.mock { $0.latency = .milliseconds(50) }
+        // The mock answers the connection's first 1,000 requests, then advertises room
+        // for none: whenever the destroy comes, requests are outstanding and callers wait
+        // in line, so some end by the lane going, whatever the machine's speed.
+        let mock = try Harness.mock {
+            $0.latency = .milliseconds(50)
+            $0.settingsDrop = .init(after: 1_000, to: 0)
+        }
         let client = try Harness.client(mock, transport: .nghttp2, maxInFlight: 50)
         let lane = client.dispatcher.defaultLane
         let tokens = Harness.tokens(3_000)
         let note = Harness.notification()
-        let destroyed = DestroyedFlag()
+        // Destroyed once 200 callers have their 200 (answers then flow, and callers take
+        // the slots they free), from a thread of its own woken by those events: the task
+        // pool of a full `swift test` can be held up for seconds.
+        let answered = DispatchSemaphore(value: 0)
+        let destroyed = DispatchSemaphore(value: 0)
         Thread {
-            let deadline = ContinuousClock.now + .seconds(120)
-            while mock.statistics().requests < 200 && ContinuousClock.now < deadline { usleep(500) }
+            let deadline = DispatchTime.now() + 120      // a hang guard: too few 200s fail below
+            var seen = 0
+            while seen < 200, answered.wait(timeout: deadline) == .success { seen += 1 }
             lane.destroy()
-            destroyed.value.store(true, ordering: .releasing)
+            destroyed.signal()
         }.start()
-        let tasks = tokens.map { token in Task { try? await client.send(note, to: token) } }
+        let tasks = tokens.map { token in
+            Task {
+                let result = try? await client.send(note, to: token)
+                if result?.status == 200 { answered.signal() }
+                return result
+            }
+        }
         var results: [DeliveryResult] = []
         for task in tasks { if let r = await task.value { results.append(r) } }
-        while !destroyed.value.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
+        await offPool { destroyed.wait() }
         await client.shutdown()
 
         #expect(results.count == tokens.count)
@@ -89,7 +101,9 @@ import Testing
     /// Callers waiting for room when the client shuts down end at once with
     /// `.shutDown`; those in flight get their answers.
     @Test func callersWaitingForRoomEndWhenTheClientShutsDown() async throws {
-        let mock = try Harness.mock { $0.latency = .milliseconds(100) }
+        // A second an answer: the line (200 callers, 10 slots) lasts 20 s, far longer
+        // than a loaded machine can take between seeing it and shutting down.
+        let mock = try Harness.mock { $0.latency = .seconds(1) }
         let client = try Harness.client(mock, transport: .nghttp2, maxInFlight: 5)
         let tokens = Harness.tokens(200)
         let note = Harness.notification()
@@ -134,8 +148,4 @@ import ServiceLifecycle
         #expect(results.filter { $0.attempts > 0 }.allSatisfy { $0.status == 200 }, "what was in flight was answered")
         await #expect(throws: APNsError.shutDown) { try await client.send(Harness.notification(), to: tokens[0]) }
     }
-}
-
-private final class DestroyedFlag: Sendable {
-    let value = Atomic<Bool>(false)
 }

@@ -13,34 +13,41 @@ import Glibc
 /// processed is counted apart (lost_in_flight).
 @Suite(.serialized) struct DeadlineTests {
     /// The mock reads and never answers (stall). The first request's timeout completion
-    /// holds the sender thread for 800 ms (its callback); meanwhile request 1 is submitted,
-    /// and 500 ms later request 2 as a resend, which the sender takes ahead of 1. Request 1
-    /// must still time out a timeout after its own submit, not after the resend's.
+    /// holds the sender thread (its callback) while request 1 is submitted and, 500 ms
+    /// later, request 2 as a resend, which the sender then takes ahead of 1. Request 1's
+    /// deadline comes first, so it must time out first: had the resend's later deadline
+    /// hidden it, request 1 would end with or after request 2. Proved by the order of
+    /// the completions, not by a time that a loaded machine stretches: when the sender
+    /// thread runs late, both are due at once and still end oldest first.
     @Test("A resend taken ahead of an older request does not delay its deadline", arguments: Transport.allCases)
     func resendDoesNotHideOlderDeadline(transport: Transport) async throws {
         let mock = try InProcessMock { $0.stall = 1 }
         let sender = try TestSender(transport, port: mock.port, requestTimeoutMs: 1000, topic: TestPKI.shared.topic,
                                     providerToken: try InProcessMock.providerToken())
-        let busy = DispatchSemaphore(value: 0)
+        let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
         sender.collector.onFirstBatch {
-            busy.signal()
-            usleep(800_000)
+            held.signal()
+            _ = release.wait(timeout: .now() + 120)    // a hang guard only
         }
         await sender.submit(tags: 0..<1)
-        await offPool { busy.wait() }           // the sender thread is held from here
-        await sender.submit(tags: 1..<2)
-        try await Task.sleep(for: .milliseconds(500))
-        await sender.submit(tags: 2..<3, resend: true)
-        await sender.collector.wait(for: 3, seconds: 10)
+        let isHeld = await offPool { held.wait(timeout: .now() + 120) == .success }
+        #expect(isHeld, "request 0 never timed out")
+        // On a thread of its own, so that nothing comes between the resend and the release:
+        // a release so late that the resend's deadline had passed too would have both
+        // expire together in the queue, in its order (the resend first).
+        await offPool {
+            sender.submitNow(tags: 1..<2)             // the sender thread is held: both wait in its queue
+            usleep(500_000)
+            sender.submitNow(tags: 2..<3, resend: true)
+            release.signal()
+        }
+        await sender.collector.wait(for: 3, seconds: 120)
         await sender.destroy()
         _ = await mock.stop()
 
-        let byTag = Dictionary(uniqueKeysWithValues: sender.collector.completions.map { ($0.tag, $0) })
-        let first = try #require(byTag[1])
-        #expect(first.outcome == CAPNS_TIMED_OUT)
-        // Its own deadline is 1000 ms; the resend's would have made it ~1500 ms.
-        #expect(first.latencyMs < 1300, "request 1 timed out after \(first.latencyMs) ms")
-        #expect(byTag[2]?.outcome == CAPNS_TIMED_OUT)
+        let completions = sender.collector.completions
+        #expect(completions.map(\.tag) == [0, 1, 2], "request 1 must time out before the resend taken ahead of it")
+        #expect(completions.allSatisfy { $0.outcome == CAPNS_TIMED_OUT })
     }
 
     /// nghttp2 only: libcurl sends a request lost with a reused connection again by itself
@@ -67,8 +74,4 @@ import Glibc
         expectEachTagOnce(completions, 5)
         #expect(stats.lost_in_flight == 0)
     }
-}
-
-extension Completion {
-    var latencyMs: Int64 { latencyNs / 1_000_000 }
 }

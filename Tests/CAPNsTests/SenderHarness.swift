@@ -177,11 +177,15 @@ final class TestSender: @unchecked Sendable {
     }
 
     func submit(tags: Range<Int>, resend: Bool = false) async {
-        await offPool { [self] in
-            var next = tags.lowerBound
-            while next < tags.upperBound {
-                next += submitBatch(next..<min(tags.upperBound, next + 256), resend: resend)
-            }
+        await offPool { [self] in submitNow(tags: tags, resend: resend) }
+    }
+
+    /// `submit` on the calling thread, for a test that must do more on that thread
+    /// right after (it may wait while the sender has no room).
+    func submitNow(tags: Range<Int>, resend: Bool = false) {
+        var next = tags.lowerBound
+        while next < tags.upperBound {
+            next += submitBatch(next..<min(tags.upperBound, next + 256), resend: resend)
         }
     }
 

@@ -181,8 +181,9 @@ import TestSupport
             for c in completions {
                 #expect(c.error.hasPrefix("127.0.0.1:\(server.port): no answer within 300 ms"), "\(c.error)")
             }
-            // No SETTINGS from this server: only the one stream APNs allows at first was opened.
-            #expect(stats.requests_started == 1)
+            // No SETTINGS from this server: at most the one stream APNs allows at first was
+            // opened (none when a loaded machine's handshake outlasts the 300 ms).
+            #expect(stats.requests_started <= 1)
         }
     }
 
@@ -194,7 +195,8 @@ import TestSupport
         await sender.submit(count: count)
         try await Task.sleep(for: .milliseconds(200))
         if silence == .afterHandshake {
-            for _ in 0..<200 where sender.stats.requests_started == 0 {
+            // The handshake first: a minute is a hang guard for a loaded machine.
+            for _ in 0..<6_000 where sender.stats.requests_started == 0 {
                 try await Task.sleep(for: .milliseconds(10))
             }
             if transport == .nghttp2 { #expect(sender.stats.requests_started == 1) }

@@ -87,30 +87,53 @@ import TestSupport
         let fifo = scratch.path("tokens.fifo")
         #expect(mkfifo(fifo, 0o600) == 0)
         let tokens = CLI.tokens(3)
-        async let result = run(CLI.binary, CLI.arguments(mock) + [CLI.payload, fifo],
-                               environment: CLI.cleanEnvironment(), timeout: 180)
-        // A non-blocking open for writing fails (ENXIO) until apns-send has the FIFO
-        // open for reading; retried with a deadline, so the test cannot hang either.
-        let written = await offPool { () -> Bool in
-            let deadline = Date().addingTimeInterval(120)
-            var fd: Int32 = -1
-            while fd < 0 && Date() < deadline {
-                fd = open(fifo, O_WRONLY | O_NONBLOCK)
-                if fd < 0 { usleep(20_000) }
-            }
-            guard fd >= 0 else { return false }
-            _ = fcntl(fd, F_SETFL, 0)
-            let text = tokens.joined(separator: "\n") + "\nnot-a-token\n"
-            _ = text.withCString { write(fd, $0, strlen($0)) }
-            close(fd)
-            return true
-        }
-        #expect(written, "apns-send never opened the FIFO")
-        let r = await result
+        // The writer's open blocks until apns-send opens the FIFO for reading, and
+        // apns-send's until the writer's: whichever comes first waits for the other,
+        // however late either gets to run. No deadline on the writer's side: one that
+        // gave up before a starved task pool had even started apns-send would leave
+        // apns-send waiting for a writer forever. Its thread starts here, not in a task
+        // the pool may delay.
+        let writer = FIFOWriter(path: fifo, text: tokens.joined(separator: "\n") + "\nnot-a-token\n")
+        let r = await run(CLI.binary, CLI.arguments(mock) + [CLI.payload, fifo],
+                          environment: CLI.cleanEnvironment(), timeout: 180)
+        await writer.finish()
         #expect(r.status == 1, "one malformed line: \(r.stderr)")
         let records = try Record.parse(r.stdout)
         #expect(records.count == 4)
         #expect(Set(records.filter { $0.status == 200 }.map(\.token)) == Set(tokens))
         #expect(records.filter { $0.status == 0 }.map(\.token) == ["not-a-token"])
+    }
+}
+
+/// Writes `text` into a FIFO from a thread of its own: a blocking open (it waits for a
+/// reader), one write, close.
+private final class FIFOWriter: Sendable {
+    private let path: String
+    private let done = DispatchSemaphore(value: 0)
+
+    init(path: String, text: String) {
+        self.path = path
+        Thread { [done] in
+            // Should the reader be gone mid-write, the write fails with EPIPE instead of
+            // SIGPIPE ending the test process.
+            var pipeSignal = sigset_t()
+            sigemptyset(&pipeSignal)
+            sigaddset(&pipeSignal, SIGPIPE)
+            pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
+            let fd = open(path, O_WRONLY | O_CLOEXEC)
+            if fd >= 0 {
+                _ = text.withCString { write(fd, $0, strlen($0)) }
+                close(fd)
+            }
+            done.signal()
+        }.start()
+    }
+
+    /// Waits for the writer. Once the program that should have read the FIFO has ended:
+    /// if it never opened it, a reader of our own lets the writer's open return.
+    func finish() async {
+        let reader = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        await offPool { [done] in done.wait() }
+        if reader >= 0 { close(reader) }
     }
 }

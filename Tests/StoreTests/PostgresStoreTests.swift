@@ -405,7 +405,7 @@ import TestSupport
         // The pool's connections died with the server; a call may meet one before the
         // pool notices. The state that lasts: calls succeed again.
         var depth: Int?
-        for _ in 0..<50 where depth == nil {
+        for _ in 0..<600 where depth == nil {     // a minute: a hang guard for a loaded machine
             depth = try? await store.outboxDepth()
             if depth == nil { try await Task.sleep(for: .milliseconds(100)) }
         }
