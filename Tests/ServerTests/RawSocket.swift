@@ -13,19 +13,8 @@ final class RawSocket: @unchecked Sendable {
 
     /// Nil when the connection could not be made.
     init?(port: UInt16) {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = port.bigEndian
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let ok = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard ok == 0 else {
-            Foundation.close(fd)
-            return nil
-        }
+        guard let fd = connectLoopback(port: port) else { return nil }
+        self.fd = fd
     }
 
     deinit { Foundation.close(fd) }

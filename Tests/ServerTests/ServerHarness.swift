@@ -325,16 +325,8 @@ enum HTTP {
     }
 
     static func exchangeSync(port: UInt16, _ bytes: [UInt8]) -> [UInt8] {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard let fd = connectLoopback(port: port) else { return [] }
         defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = port.bigEndian
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let ok = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard ok == 0 else { return [] }
         // Generous: a 20,000-device fan-out answers after its commit, which a loaded
         // machine (the whole suite, three servers on one PostgreSQL) can take long to reach.
         var tv = timeval(tv_sec: 180, tv_usec: 0)
@@ -391,4 +383,22 @@ func curl(_ arguments: [String]) async -> (status: Int, body: String) {
     let r = await run("/usr/bin/curl", ["-s", "-S", "-w", "\n%{http_code}"] + arguments, timeout: 30)
     let parts = r.stdout.split(separator: "\n", omittingEmptySubsequences: false)
     return (Int(parts.last ?? "") ?? 0, parts.dropLast().joined(separator: "\n"))
+}
+
+/// A blocking TCP connection to 127.0.0.1:port; nil when it could not be made.
+func connectLoopback(port: UInt16) -> Int32? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = port.bigEndian
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let ok = withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard ok == 0 else {
+        close(fd)
+        return nil
+    }
+    return fd
 }
