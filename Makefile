@@ -53,11 +53,11 @@ demo-server: build keys
 # A run that crashed leaves no server behind: this checkout's apns-server and
 # apns-mock children are killed after it, whatever its outcome.
 test: deps
-	$(SWIFT) build --build-tests
-	timeout 1200 $(SWIFT) test --skip-build; status=$$?; \
+	scripts/timed.sh build $(SWIFT) build --build-tests
+	scripts/timed.sh tests timeout 1200 $(SWIFT) test --skip-build; status=$$?; \
 	  pkill -9 -f '^$(CURDIR)/\.build/[^ ]*/apns-(server|mock) ' || true; exit $$status
-	scripts/fuzz.sh --short
-	scripts/sanitize.sh --short
+	scripts/timed.sh fuzz scripts/fuzz.sh --short
+	scripts/timed.sh sanitize scripts/sanitize.sh --short
 
 soak: deps
 	$(SWIFT) build --build-tests
