@@ -5,6 +5,8 @@ public enum Reason: Sendable, Hashable, CustomStringConvertible {
     case badCollapseId, badDeviceToken, badExpirationDate, badMessageId, badPriority, badTopic
     case deviceTokenNotForTopic, duplicateHeaders, idleTimeout, invalidPushType, missingDeviceToken
     case missingTopic, payloadEmpty, topicDisallowed
+    /// A topic-specific key (or a connection bound to an app's bundle ids) used for another bundle id.
+    case topicMismatch
     // 400, broadcast channels (iOS 18)
     case missingChannelId, badChannelId, channelNotRegistered, cannotCreateChannelConfig, featureNotEnabled
     // 403
@@ -27,6 +29,7 @@ public enum Reason: Sendable, Hashable, CustomStringConvertible {
         (.idleTimeout, "IdleTimeout"), (.invalidPushType, "InvalidPushType"),
         (.missingDeviceToken, "MissingDeviceToken"), (.missingTopic, "MissingTopic"),
         (.payloadEmpty, "PayloadEmpty"), (.topicDisallowed, "TopicDisallowed"),
+        (.topicMismatch, "TopicMismatch"),
         (.badCertificate, "BadCertificate"), (.badCertificateEnvironment, "BadCertificateEnvironment"),
         (.expiredProviderToken, "ExpiredProviderToken"), (.forbidden, "Forbidden"),
         (.invalidProviderToken, "InvalidProviderToken"), (.missingProviderToken, "MissingProviderToken"),

@@ -30,7 +30,7 @@ import Testing
     @Test func everyDocumentedReasonRoundTrips() {
         let documented = """
             BadCollapseId BadDeviceToken BadExpirationDate BadMessageId BadPriority BadTopic DeviceTokenNotForTopic \
-            DuplicateHeaders IdleTimeout InvalidPushType MissingDeviceToken MissingTopic PayloadEmpty TopicDisallowed \
+            DuplicateHeaders IdleTimeout InvalidPushType MissingDeviceToken MissingTopic PayloadEmpty TopicDisallowed TopicMismatch \
             BadCertificate BadCertificateEnvironment ExpiredProviderToken Forbidden InvalidProviderToken \
             MissingProviderToken UnrelatedKeyIdInToken BadEnvironmentKeyIdInToken BadEnvironmentKeyInToken BadPath \
             MethodNotAllowed Unregistered ExpiredToken PayloadTooLarge TooManyRequests TooManyProviderTokenUpdates \
@@ -54,6 +54,7 @@ import Testing
         #expect(Disposition(status: 413, reason: .payloadTooLarge) == .final)
         #expect(Disposition(status: 403, reason: .invalidProviderToken) == .final)
         #expect(Disposition(status: 403, reason: .expiredProviderToken) == .refreshTokenAndRetry)
+        #expect(Disposition(status: 400, reason: .topicMismatch) == .final)
         #expect(Disposition(status: 429, reason: .tooManyRequests) == .retryAfterBackoff)
         #expect(Disposition(status: 429, reason: .tooManyProviderTokenUpdates) == .retryAfterBackoff)
         #expect(Disposition(status: 500, reason: .internalServerError) == .retryAfterBackoff)
