@@ -54,6 +54,8 @@ import Testing
         #expect(Disposition(status: 413, reason: .payloadTooLarge) == .final)
         #expect(Disposition(status: 403, reason: .invalidProviderToken) == .final)
         #expect(Disposition(status: 403, reason: .expiredProviderToken) == .refreshTokenAndRetry)
+        #expect(Disposition(status: 403, reason: .unrelatedKeyIdInToken) == .resendOnFreshConnection)
+        #expect(Disposition(status: 403, reason: .badEnvironmentKeyIdInToken) == .keyRefused)
         #expect(Disposition(status: 400, reason: .topicMismatch) == .final)
         #expect(Disposition(status: 429, reason: .tooManyRequests) == .retryAfterBackoff)
         #expect(Disposition(status: 429, reason: .tooManyProviderTokenUpdates) == .retryAfterBackoff)
