@@ -115,6 +115,7 @@ static const char *suffix_for(const char *type, size_t len)
         {"fileprovider", ".pushkit.fileprovider"}, {"location", ".location-query"},
         {"pushtotalk", ".voip-ptt"}, {"liveactivity", ".push-type.liveactivity"},
         {"widgets", ".push-type.widgets"}, {"controls", ".push-type.controls"},
+        {"accessory", ".push-type.accessory"},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (strlen(table[i].type) == len && memcmp(table[i].type, type, len) == 0)
@@ -261,6 +262,25 @@ static mock_answer check_key_topic(mock_conn *c, mock_stream *s)
     return (mock_answer){400, R_TOPIC_MISMATCH, -1};
 }
 
+/* A widgets push carries one thing, {"aps":{"content-changed":true}}: true when
+ * the body is that, whatever white space surrounds its tokens. */
+static bool is_widgets_body(const uint8_t *b, size_t len)
+{
+    static const char want[] = "{\"aps\":{\"content-changed\":true}}";
+    size_t k = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char ch = (char)b[i];
+        if (!in_string && (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n'))
+            continue;
+        if (k == sizeof want - 1 || ch != want[k++])
+            return false;
+        if (ch == '"')
+            in_string = !in_string;
+    }
+    return k == sizeof want - 1;
+}
+
 static mock_answer check_payload(mock_stream *s)
 {
     size_t limit = FIELD_IS(s->push_type, "voip") ? 5120 : 4096;
@@ -269,6 +289,8 @@ static mock_answer check_payload(mock_stream *s)
     if (s->body_len > limit)
         return (mock_answer){413, R_PAYLOAD_TOO_LARGE, -1};
     if (!mock__json_is_object(s->body, s->body_len))
+        return (mock_answer){400, R_BAD_PAYLOAD, -1};
+    if (FIELD_IS(s->push_type, "widgets") && !is_widgets_body(s->body, s->body_len))
         return (mock_answer){400, R_BAD_PAYLOAD, -1};
     return (mock_answer){0, R_NONE, -1};
 }

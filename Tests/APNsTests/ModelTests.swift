@@ -75,6 +75,20 @@ import Testing
         #expect(try Notification(topic: "com.a.b", pushType: .liveactivity, payload: small).topic
             == "com.a.b.push-type.liveactivity")
         #expect(try Notification(topic: "com.a.b", payload: small).topic == "com.a.b")
+        #expect(try Notification(topic: "com.a.b", pushType: .accessory, payload: small).topic
+            == "com.a.b.push-type.accessory")
+        #expect(try Notification(topic: "com.a.b", pushType: .widgets, payload: WidgetsPush.payload).topic
+            == "com.a.b.push-type.widgets")
+    }
+
+    /// A widgets push carries `{"aps":{"content-changed":true}}`, white space aside, and nothing else.
+    @Test func aWidgetsPushHasOnePayload() throws {
+        #expect(WidgetsPush.payload.bytes == Array(#"{"aps":{"content-changed":true}}"#.utf8))
+        try WidgetsPush.check(Payload(json: " { \"aps\" : { \"content-changed\" : true } } "))
+        for other in [#"{"aps":{"content-changed":false}}"#, #"{"aps":{"alert":"hi"}}"#,
+                      #"{"aps":{"content-changed":true},"x":1}"#] {
+            #expect(throws: WidgetsPush.Error.notContentChanged) { try WidgetsPush.check(Payload(json: other)) }
+        }
     }
 
     /// "apns-priority: 10 (immediate), 5 (power-considerate; required for background)".

@@ -37,7 +37,9 @@
  *      written syntax check, depth <= 32). APNs' documented reasons have none
  *      for this case; the closest documented behaviour is a final 400, so the
  *      mock answers 400 with "BadPayload", a name outside that list: a sender
- *      must treat an unknown 400 reason as final.
+ *      must treat an unknown 400 reason as final. A widgets push whose body
+ *      is not {"aps":{"content-changed":true}} (white space aside) is 400
+ *      BadPayload too.
  *   9. a scripted answer for the token's Nth attempt, or its forced answer.
  *  10. 410 Unregistered with the token's timestamp.
  *  11. the idle quirk: 500 InternalServerError for the first request after a
