@@ -16,7 +16,9 @@ public struct DeliveryResult: Sendable, Hashable {
     public let attempts: Int
     /// From the first send to the final answer.
     public let latency: Duration
-    /// Why there is no answer from APNs (status 0): connection, TLS or deadline trouble.
+    /// Why there is no answer from APNs (status 0): connection, TLS or deadline trouble;
+    /// or, with APNs' answer, what to fix when it refused the configuration itself (a
+    /// provider key restricted to the other environment: BadEnvironmentKeyIdInToken).
     public let error: String?
 
     public init(token: String, apnsID: String?, uniqueID: String? = nil, status: Int, reason: Reason?,

@@ -50,6 +50,9 @@ final class Lane: Sendable {
     private static let slotStride = tokenStride + idStride
     /// A server that refuses the same request this often is not going to take it.
     private static let maxRefusals = 16
+    /// How long a provider key APNs refused for this environment stays refused
+    /// before one request tries it again (the key's settings may have been fixed).
+    static let keyRefusalHold: Duration = .seconds(60)
 
     init(environment: Environment, configuration: APNsClient.Configuration,
          metrics: ClientMetrics) throws(APNsError) {
@@ -111,6 +114,8 @@ final class Lane: Sendable {
         var refusals = 0
         /// The latest attempt was one of those: the next goes ahead of new requests.
         var notProcessed = false
+        /// Sent again after UnrelatedKeyIdInToken: that happens once.
+        var resentOnFreshConnection = false
         /// The owner stopped waiting: no retry, no resend; an answer in flight still counts.
         var cancelled = false
         var firstSent: ContinuousClock.Instant?
@@ -123,6 +128,15 @@ final class Lane: Sendable {
     private struct Retry {
         let due: ContinuousClock.Instant
         let slot: Int
+    }
+
+    /// APNs' answer to a provider key restricted to the other environment, which every
+    /// request of this lane gets instead of being sent, until `until`.
+    private struct KeyRefusal {
+        let status: Int
+        let reason: Reason
+        let error: String
+        let until: ContinuousClock.Instant
     }
 
     /// A caller waiting for a slot has already handed over its request: the slot
@@ -160,6 +174,9 @@ final class Lane: Sendable {
         /// Set when a request used up its attempts without reaching the server; until
         /// the next answer, connection failures end requests at once instead of retrying.
         var unreachable: String?
+        /// Set when APNs refused the provider key for this environment: until it runs
+        /// out, every request ends at once with this answer instead of being sent.
+        var keyRefusal: KeyRefusal?
 
         init(capacity: Int) {
             slots = Array(repeating: Slot(), count: capacity)
@@ -470,6 +487,15 @@ final class Lane: Sendable {
             return
         }
         let now = clock.now
+        if let refusal = s.keyRefusal {
+            if now < refusal.until {
+                for slot in run {
+                    finish(&s, slot, status: refusal.status, reason: refusal.reason, error: refusal.error, now: now, &fx)
+                }
+                return
+            }
+            s.keyRefusal = nil   // its hold ran out: these requests try the key again
+        }
         let current: ProviderToken.Current
         if let token = s.token, now < s.tokenRecheck {
             current = token
@@ -614,6 +640,21 @@ final class Lane: Sendable {
                    uniqueID: c.uniqueIDValue, now: now, &fx)
         case .retryAfterBackoff:
             retry(&s, slot, after: backoff(&s, slot), now: now, c, status: status, again: &again, &fx)
+        case .resendOnFreshConnection:
+            // The transport retired the connection that answered; the resend opens a
+            // fresh one, whose first push binds it to this lane's key. Once: a second
+            // such answer means the key itself is the trouble.
+            guard !s.slots[slot].resentOnFreshConnection, !s.slots[slot].cancelled else {
+                finish(&s, slot, status: status, reason: reason, uniqueID: c.uniqueIDValue, now: now, &fx)
+                return
+            }
+            s.slots[slot].resentOnFreshConnection = true
+            metrics.retries.increment()
+            again.append(slot)
+        case .keyRefused:
+            refuseKey(&s, status: status, reason: reason ?? .badEnvironmentKeyIdInToken, now: now, &fx)
+            finish(&s, slot, status: status, reason: reason, uniqueID: c.uniqueIDValue,
+                   error: s.keyRefusal?.error, now: now, &fx)
         case .refreshTokenAndRetry:
             do {
                 _ = try providerToken.expired(generation: s.slots[slot].generation)
@@ -623,6 +664,33 @@ final class Lane: Sendable {
                 finish(&s, slot, status: status, reason: reason, error: error.description, &fx)
             }
         }
+    }
+
+    /// APNs refused this lane's provider key for its environment: a configuration
+    /// error. Every request that would still be sent with it ends now, with one result
+    /// that names the key and the environment: those waiting for a retry's backoff
+    /// here, and (in `submit`) every one not sent yet. Requests already handed to the
+    /// transport get their own answer, which is final.
+    private func refuseKey(_ s: inout State, status: Int, reason: Reason, now: ContinuousClock.Instant,
+                           _ fx: inout Effects) {
+        guard s.keyRefusal == nil else { return }
+        let key = switch configuration.credentials {
+        case .token(let token): "provider key \(token.keyID) (team \(token.teamID))"
+        case .certificate: "the client certificate"
+        }
+        let place = switch environment {
+        case .production: "the production environment"
+        case .sandbox: "the sandbox (development) environment"
+        case .custom: "the environment at \(endpoint)"
+        }
+        let error = "\(key) is not valid for \(place): APNs answered \(status) \(reason) (a key restricted to "
+            + "the other environment); use a key for this environment or for both. Nothing is sent with it "
+            + "for \(Lane.keyRefusalHold)"
+        configuration.logger.error("\(error)")
+        s.keyRefusal = KeyRefusal(status: status, reason: reason, error: error, until: now + Lane.keyRefusalHold)
+        let waiting = s.retries
+        s.retries.removeAll()
+        for r in waiting { finish(&s, r.slot, status: status, reason: reason, error: error, now: now, &fx) }
     }
 
     /// Schedules another attempt, or ends the request with its last answer when its

@@ -32,6 +32,10 @@ public struct LiveActivity: Sendable, Hashable {
     public var alert: APS.Alert?
     /// `start` only (iOS 18): ask for a push token for updates (`input-push-token: 1`).
     public var inputPushToken: Bool
+    /// `start` only (iOS 18): subscribe the activity to this broadcast channel (its id,
+    /// base64, as APNs made it) for updates (`input-push-channel`). An activity is
+    /// updated through its own token or through a channel, not both.
+    public var inputPushChannel: String?
 
     public enum Error: Swift.Error, Equatable, CustomStringConvertible {
         case missingEvent
@@ -43,6 +47,8 @@ public struct LiveActivity: Sendable, Hashable {
         case onlyForEnd(String)
         case notANumber(String)
         case notAnObject(String)
+        case tokenAndChannel
+        case badChannelID
 
         public var description: String {
             switch self {
@@ -55,6 +61,9 @@ public struct LiveActivity: Sendable, Hashable {
             case .onlyForEnd(let key): "aps.\(key) belongs to a Live Activity end only"
             case .notANumber(let key): "aps.\(key) must be a number (UNIX seconds, or the score)"
             case .notAnObject(let key): "aps.\(key) must be a JSON object"
+            case .tokenAndChannel:
+                "aps.input-push-token and aps.input-push-channel: an activity is updated through its own token or a channel, not both"
+            case .badChannelID: "aps.input-push-channel must be a broadcast channel id (base64, as APNs made it)"
             }
         }
     }
@@ -62,7 +71,7 @@ public struct LiveActivity: Sendable, Hashable {
     public init(event: LiveActivityEvent, timestamp: Int64, contentState: JSONValue? = nil,
                 staleDate: Int64? = nil, dismissalDate: Int64? = nil, relevanceScore: Double? = nil,
                 attributesType: String? = nil, attributes: JSONValue? = nil, alert: APS.Alert? = nil,
-                inputPushToken: Bool = false) throws(LiveActivity.Error) {
+                inputPushToken: Bool = false, inputPushChannel: String? = nil) throws(LiveActivity.Error) {
         self.event = event
         self.timestamp = timestamp
         self.contentState = contentState
@@ -73,6 +82,7 @@ public struct LiveActivity: Sendable, Hashable {
         self.attributes = attributes
         self.alert = alert
         self.inputPushToken = inputPushToken
+        self.inputPushChannel = inputPushChannel
         var keys: Set<String> = ["event", "timestamp"]
         if contentState != nil { keys.insert("content-state") }
         if dismissalDate != nil { keys.insert("dismissal-date") }
@@ -80,7 +90,9 @@ public struct LiveActivity: Sendable, Hashable {
         if attributes != nil { keys.insert("attributes") }
         if alert != nil { keys.insert("alert") }
         if inputPushToken { keys.insert("input-push-token") }
+        if inputPushChannel != nil { keys.insert("input-push-channel") }
         try LiveActivity.checkRules(event: event, keys: keys)
+        if let inputPushChannel, !LiveActivity.isChannelID(inputPushChannel) { throw .badChannelID }
         if let contentState, !contentState.isObject { throw .notAnObject("content-state") }
         if let attributes, !attributes.isObject { throw .notAnObject("attributes") }
     }
@@ -94,10 +106,11 @@ public struct LiveActivity: Sendable, Hashable {
                 throw .startNeeds(key)
             }
         } else {
-            for key in ["attributes-type", "attributes", "input-push-token"] where keys.contains(key) {
+            for key in ["attributes-type", "attributes", "input-push-token", "input-push-channel"] where keys.contains(key) {
                 throw .onlyForStart(key)
             }
         }
+        if keys.contains("input-push-token"), keys.contains("input-push-channel") { throw .tokenAndChannel }
         if event != .end, keys.contains("dismissal-date") { throw .onlyForEnd("dismissal-date") }
     }
 
@@ -111,7 +124,21 @@ public struct LiveActivity: Sendable, Hashable {
         if let attributesType { o.append(("attributes-type", .string(attributesType))) }
         if let attributes { o.append(("attributes", attributes)) }
         if inputPushToken { o.append(("input-push-token", .int(1))) }
+        if let inputPushChannel { o.append(("input-push-channel", .string(inputPushChannel))) }
         return o
+    }
+
+    /// A broadcast channel id as APNs makes them: base64 (standard alphabet, padded),
+    /// at most 63 bytes, as the channel routes accept.
+    static func isChannelID(_ id: String) -> Bool {
+        let bytes = Array(id.utf8)
+        guard !bytes.isEmpty, bytes.count < 64, bytes.count % 4 == 0 else { return false }
+        let padding = bytes.reversed().prefix { $0 == UInt8(ascii: "=") }.count
+        guard padding <= 2 else { return false }
+        return bytes.dropLast(padding).allSatisfy { b in
+            (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) ||
+                b == UInt8(ascii: "+") || b == UInt8(ascii: "/")
+        }
     }
 
     /// Checks a payload written by hand (a file, an API caller) for a `liveactivity`
@@ -131,6 +158,8 @@ public struct LiveActivity: Sendable, Hashable {
         for key in ["content-state", "attributes"] {
             if let v = aps.member(key), v.first != UInt8(ascii: "{") { throw .notAnObject(key) }
         }
+        if let v = aps.member("input-push-channel"),
+           !(TopLevel.stringValue(v).map(LiveActivity.isChannelID) ?? false) { throw .badChannelID }
         return event
     }
 }

@@ -3,6 +3,8 @@
 public enum PushType: String, Sendable, CaseIterable, Hashable {
     case alert, background, voip, complication, fileprovider, mdm, liveactivity, location
     case pushtotalk, widgets, controls
+    /// A push to an accessory the app manages (topic `<bundle id>.push-type.accessory`).
+    case accessory
 
     /// The suffix APNs wants on the app's bundle id for this push type.
     public var topicSuffix: String {
@@ -15,6 +17,7 @@ public enum PushType: String, Sendable, CaseIterable, Hashable {
         case .liveactivity: ".push-type.liveactivity"
         case .widgets: ".push-type.widgets"
         case .controls: ".push-type.controls"
+        case .accessory: ".push-type.accessory"
         case .alert, .background, .mdm: ""
         }
     }

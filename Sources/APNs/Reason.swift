@@ -5,6 +5,8 @@ public enum Reason: Sendable, Hashable, CustomStringConvertible {
     case badCollapseId, badDeviceToken, badExpirationDate, badMessageId, badPriority, badTopic
     case deviceTokenNotForTopic, duplicateHeaders, idleTimeout, invalidPushType, missingDeviceToken
     case missingTopic, payloadEmpty, topicDisallowed
+    /// A topic-specific key (or a connection bound to an app's bundle ids) used for another bundle id.
+    case topicMismatch
     // 400, broadcast channels (iOS 18)
     case missingChannelId, badChannelId, channelNotRegistered, cannotCreateChannelConfig, featureNotEnabled
     // 403
@@ -27,6 +29,7 @@ public enum Reason: Sendable, Hashable, CustomStringConvertible {
         (.idleTimeout, "IdleTimeout"), (.invalidPushType, "InvalidPushType"),
         (.missingDeviceToken, "MissingDeviceToken"), (.missingTopic, "MissingTopic"),
         (.payloadEmpty, "PayloadEmpty"), (.topicDisallowed, "TopicDisallowed"),
+        (.topicMismatch, "TopicMismatch"),
         (.badCertificate, "BadCertificate"), (.badCertificateEnvironment, "BadCertificateEnvironment"),
         (.expiredProviderToken, "ExpiredProviderToken"), (.forbidden, "Forbidden"),
         (.invalidProviderToken, "InvalidProviderToken"), (.missingProviderToken, "MissingProviderToken"),
@@ -72,10 +75,19 @@ enum Disposition: Equatable {
     case retryAfterBackoff
     /// 403 ExpiredProviderToken: sign a new provider token once, then send again.
     case refreshTokenAndRetry
+    /// 403 UnrelatedKeyIdInToken: the connection belongs to another key; send again
+    /// once, on a fresh connection (the transport retires the one that answered).
+    case resendOnFreshConnection
+    /// 403 BadEnvironmentKeyIdInToken (or BadEnvironmentKeyInToken): the provider key
+    /// is restricted to the other environment. A configuration error: no retry mends
+    /// it, and every request of that key ends at once.
+    case keyRefused
 
     init(status: Int, reason: Reason?) {
         switch (status, reason) {
         case (403, .expiredProviderToken?): self = .refreshTokenAndRetry
+        case (403, .unrelatedKeyIdInToken?): self = .resendOnFreshConnection
+        case (403, .badEnvironmentKeyIdInToken?), (403, .badEnvironmentKeyInToken?): self = .keyRefused
         case (429, _), (500, _), (503, _): self = .retryAfterBackoff
         // A reason whose status we lost still tells what to do.
         case (_, .tooManyRequests?), (_, .tooManyProviderTokenUpdates?), (_, .internalServerError?),

@@ -18,6 +18,14 @@ public struct MockConfiguration: Sendable {
     /// to one team: a token whose "iss" is another team is 403 InvalidProviderToken. A key
     /// not listed here belongs to the only team in `teamIDs` (with several, start fails).
     public var keyTeams: [String: String] = [:]
+    /// Keys restricted to one environment (key id to environment), as APNs keys made
+    /// since February 2025 may be: a token signed with one, sent to the other
+    /// environment (see `sandbox`), is 403 BadEnvironmentKeyIdInToken. A key not
+    /// listed serves both.
+    public var keyEnvironments: [String: KeyEnvironment] = [:]
+    /// Topic-specific keys (key id to the bundle ids it may push to): a push with one
+    /// to another bundle id is 400 TopicMismatch. A key not listed is a team key.
+    public var keyTopics: [String: [String]] = [:]
     /// Bundle ids; push-type suffixes (".voip", ...) are added by the mock.
     public var topics: [String]
     /// SETTINGS_MAX_CONCURRENT_STREAMS after a connection's first success.
@@ -84,6 +92,11 @@ public struct MockConfiguration: Sendable {
     /// the certificate's UID, UID.voip, UID.complication or topic extension does not
     /// cover). Nil: token auth only.
     public var clientCA: String?
+
+    /// The one environment a restricted provider key serves.
+    public enum KeyEnvironment: String, Sendable, Equatable, CaseIterable {
+        case sandbox, production
+    }
 
     public struct SettingsDrop: Sendable, Equatable {
         /// After this many requests began on a connection...

@@ -112,6 +112,9 @@ public final class MockServer: Sendable {
     // MARK: - building the C mock
 
     private static func create(_ c: MockConfiguration) throws -> OpaquePointer {
+        for keyID in Set(c.keyEnvironments.keys).union(c.keyTopics.keys).sorted() where c.authKeys[keyID] == nil {
+            throw MockError.startFailed("key \(keyID) has an environment or topics but is not one of the provider keys")
+        }
         // C copies what it keeps; these strings only need to outlive the call.
         var owned: [UnsafeMutablePointer<CChar>] = []
         defer { owned.forEach { free($0) } }
@@ -120,9 +123,23 @@ public final class MockServer: Sendable {
             owned.append(p)
             return p
         }
-        let keys = c.authKeys.sorted { $0.key < $1.key }.map {
-            capns_mock_auth_key(key_id: cString($0.key), path: cString($0.value),
-                                team_id: c.keyTeams[$0.key].map { UnsafePointer(cString($0)) })
+        // Each key's topic list, as C pointer arrays alive for the call.
+        var topicLists: [UnsafeMutableBufferPointer<UnsafePointer<CChar>?>] = []
+        defer { topicLists.forEach { $0.deallocate() } }
+        let keys = c.authKeys.sorted { $0.key < $1.key }.map { keyID, path in
+            let bound = c.keyTopics[keyID] ?? []
+            let list = UnsafeMutableBufferPointer<UnsafePointer<CChar>?>.allocate(capacity: max(1, bound.count))
+            for (i, topic) in bound.enumerated() { list[i] = UnsafePointer(cString(topic)) }
+            topicLists.append(list)
+            let environment: Int32 = switch c.keyEnvironments[keyID] {
+            case nil: 0
+            case .sandbox?: CAPNS_MOCK_ENV_SANDBOX
+            case .production?: CAPNS_MOCK_ENV_PRODUCTION
+            }
+            return capns_mock_auth_key(key_id: cString(keyID), path: cString(path),
+                                       team_id: c.keyTeams[keyID].map { UnsafePointer(cString($0)) },
+                                       environment: environment,
+                                       topics: UnsafePointer(list.baseAddress), n_topics: bound.count)
         }
         let teams: [UnsafePointer<CChar>?] = c.teamIDs.map { UnsafePointer(cString($0)) }
         let topics: [UnsafePointer<CChar>?] = c.topics.map { UnsafePointer(cString($0)) }

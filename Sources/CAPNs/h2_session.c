@@ -211,11 +211,13 @@ static int on_frame(nghttp2_session *session, const nghttp2_frame *frame, void *
 
 /* Answers that say this connection will not serve the retry: TooManyProviderTokenUpdates
  * (it keeps its old provider token, and every request with the new one would get the
- * same answer; a fresh connection takes the new one as its first) and Shutdown. No new
- * streams go here; it closes once the ones in flight are answered. */
+ * same answer; a fresh connection takes the new one as its first), UnrelatedKeyIdInToken
+ * (it belongs to the key of its first push; a fresh connection takes this key) and
+ * Shutdown. No new streams go here; it closes once the ones in flight are answered. */
 static void retire_if_told(h2_conn *c, const char *reason)
 {
-    if (c->draining || (strcmp(reason, "TooManyProviderTokenUpdates") != 0 && strcmp(reason, "Shutdown") != 0))
+    if (c->draining || (strcmp(reason, "TooManyProviderTokenUpdates") != 0 &&
+                        strcmp(reason, "UnrelatedKeyIdInToken") != 0 && strcmp(reason, "Shutdown") != 0))
         return;
     c->draining = true;
     snprintf(c->error, sizeof c->error, "closed after %s", reason);

@@ -113,6 +113,7 @@ void mock__conn_accept(mock_loop *loop)
         c->ssl = ssl;
         c->state = C_HANDSHAKE;
         c->team = -1;
+        c->key = -1;
         c->id = atomic_fetch_add(&m->next_conn_id, 1) + 1;
         /* Each connection its own stream of choices, fixed by seed and accept order. */
         uint64_t k = c->id * 0xd1b54a32d192ed03ull;

@@ -115,6 +115,7 @@ static const char *suffix_for(const char *type, size_t len)
         {"fileprovider", ".pushkit.fileprovider"}, {"location", ".location-query"},
         {"pushtotalk", ".voip-ptt"}, {"liveactivity", ".push-type.liveactivity"},
         {"widgets", ".push-type.widgets"}, {"controls", ".push-type.controls"},
+        {"accessory", ".push-type.accessory"},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (strlen(table[i].type) == len && memcmp(table[i].type, type, len) == 0)
@@ -185,6 +186,14 @@ static mock_answer check_auth(mock_conn *c, mock_stream *s)
             return (mock_answer){403, R_EXPIRED_PROVIDER_TOKEN, -1};
         if (c->team >= 0 && r.team != c->team)
             return (mock_answer){403, R_INVALID_PROVIDER_TOKEN, -1};
+        /* A key restricted to one environment is refused by the other's servers. */
+        int here = m->cfg.sandbox ? MOCK_ENV_SANDBOX : MOCK_ENV_PRODUCTION;
+        int serves = m->keys[r.key].environment;
+        if (serves && serves != here)
+            return (mock_answer){403, R_BAD_ENVIRONMENT_KEY_ID_IN_TOKEN, -1};
+        /* The connection belongs to the key of its first push, not only to its team. */
+        if (c->key >= 0 && r.key != c->key)
+            return (mock_answer){403, R_UNRELATED_KEY_ID_IN_TOKEN, -1};
         int64_t interval = m->cfg.token_update_interval_s * 1000000000;
         if (c->jwt && c->loop->now_ns - c->jwt_since_ns < interval)
             return (mock_answer){429, R_TOO_MANY_PROVIDER_TOKEN_UPDATES, -1};
@@ -196,6 +205,7 @@ static mock_answer check_auth(mock_conn *c, mock_stream *s)
         c->jwt = copy;
         c->jwt_len = len;
         c->team = r.team;
+        c->key = r.key;
         c->jwt_iat = r.iat;
         c->jwt_first = r.first;
         c->jwt_since_ns = c->loop->now_ns;
@@ -232,6 +242,45 @@ static mock_answer check_headers(capns_mock *m, mock_stream *s)
     return (mock_answer){0, R_NONE, -1};
 }
 
+/* A topic-specific key pushes only to its own bundle ids, with any push type's
+ * suffix: R_NONE, or 400 TopicMismatch. Connections authenticated otherwise
+ * (certificate, no key yet) pass. */
+static mock_answer check_key_topic(mock_conn *c, mock_stream *s)
+{
+    capns_mock *m = c->loop->mock;
+    if (c->key < 0 || (s->seen & H_AUTH) == 0 || m->keys[c->key].n_topics == 0)
+        return (mock_answer){0, R_NONE, -1};
+    const mock_key *k = &m->keys[c->key];
+    const char *suffix = suffix_for(s->push_type.v, s->push_type.len);
+    size_t slen = suffix ? strlen(suffix) : 0;
+    for (size_t i = 0; i < k->n_topics; i++) {
+        size_t blen = strlen(k->topics[i]);
+        if (s->topic.len == blen + slen && memcmp(s->topic.v, k->topics[i], blen) == 0 &&
+            memcmp(s->topic.v + blen, suffix, slen) == 0)
+            return (mock_answer){0, R_NONE, -1};
+    }
+    return (mock_answer){400, R_TOPIC_MISMATCH, -1};
+}
+
+/* A widgets push carries one thing, {"aps":{"content-changed":true}}: true when
+ * the body is that, whatever white space surrounds its tokens. */
+static bool is_widgets_body(const uint8_t *b, size_t len)
+{
+    static const char want[] = "{\"aps\":{\"content-changed\":true}}";
+    size_t k = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char ch = (char)b[i];
+        if (!in_string && (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n'))
+            continue;
+        if (k == sizeof want - 1 || ch != want[k++])
+            return false;
+        if (ch == '"')
+            in_string = !in_string;
+    }
+    return k == sizeof want - 1;
+}
+
 static mock_answer check_payload(mock_stream *s)
 {
     size_t limit = FIELD_IS(s->push_type, "voip") ? 5120 : 4096;
@@ -240,6 +289,8 @@ static mock_answer check_payload(mock_stream *s)
     if (s->body_len > limit)
         return (mock_answer){413, R_PAYLOAD_TOO_LARGE, -1};
     if (!mock__json_is_object(s->body, s->body_len))
+        return (mock_answer){400, R_BAD_PAYLOAD, -1};
+    if (FIELD_IS(s->push_type, "widgets") && !is_widgets_body(s->body, s->body_len))
         return (mock_answer){400, R_BAD_PAYLOAD, -1};
     return (mock_answer){0, R_NONE, -1};
 }
@@ -298,7 +349,8 @@ static mock_answer decide(mock_conn *c, mock_stream *s)
     /* Certificate auth when the request carries no provider token (client_cert.c). */
     bool by_certificate = !(s->seen & H_AUTH) && c->cert.present;
     if ((a = by_certificate ? mock__client_cert_judge(c, s) : check_auth(c, s)).status ||
-        (a = check_headers(m, s)).status || (a = check_payload(s)).status)
+        (a = check_headers(m, s)).status || (a = check_key_topic(c, s)).status ||
+        (a = check_payload(s)).status)
         return a;
     if (scripted.status)
         return scripted;

@@ -44,6 +44,8 @@ enum {
     /* broadcast channels (channels.c) */
     R_MISSING_CHANNEL_ID, R_BAD_CHANNEL_ID, R_CHANNEL_NOT_REGISTERED,
     R_CANNOT_CREATE_CHANNEL_CONFIG, R_FEATURE_NOT_ENABLED,
+    /* keys restricted to an environment or to topics */
+    R_BAD_ENVIRONMENT_KEY_ID_IN_TOKEN, R_TOPIC_MISMATCH,
     R_COUNT
 };
 
@@ -55,6 +57,9 @@ typedef struct {
     char kid[64];
     EVP_PKEY *pub;
     int team;                   /* index into teams: the one team this key signs for; -1 none */
+    int environment;            /* 0 both, else the one MOCK_ENV_* it serves */
+    char **topics;              /* a topic-specific key's bundle ids; n_topics 0: any */
+    size_t n_topics;
 } mock_key;
 
 /* A verdict: what one stream is answered. */
@@ -112,6 +117,7 @@ typedef struct {
 typedef struct {
     int reason;                 /* R_NONE when the signature and claims are good */
     int team;                   /* index into teams */
+    int key;                    /* index into keys, -1 when unknown */
     int64_t iat;
     bool first;                 /* the first valid token seen (expire_first_token) */
 } mock_jwt_result;
@@ -267,6 +273,7 @@ typedef struct mock_conn {
     char *jwt;                  /* current accepted token, or NULL */
     size_t jwt_len;
     int team;                   /* -1 until the first accepted token */
+    int key;                    /* index into keys: the key of the first accepted token, -1 before */
     bool jwt_first;             /* the current token is the first valid one (expiry fault) */
     int64_t jwt_iat;
     int64_t jwt_since_ns;       /* when the current token was first used */

@@ -1,7 +1,8 @@
 /*
  * provider_token.c - checks a provider JWT as APNs does, once per distinct
  * token text: ES256 over "header.claims" with the key named by "kid",
- * "iss" that key's own team (an APNs key belongs to one team). The verdict is cached by the token's text, so a
+ * "iss" that key's own team (an APNs key belongs to one team). The verdict
+ * names the key, whose environment and topics judge.c checks per request. The verdict is cached by the token's text, so a
  * sender reusing one token for a million requests costs one verification.
  *
  * The "iat" age is not part of the cached verdict: a token valid now expires
@@ -94,6 +95,7 @@ static void verify(capns_mock *m, const char *jwt, size_t len, mock_jwt_result *
 {
     out->reason = R_INVALID_PROVIDER_TOKEN;
     out->team = -1;
+    out->key = -1;
     out->iat = 0;
     const char *dot1 = memchr(jwt, '.', len);
     const char *dot2 = dot1 ? memchr(dot1 + 1, '.', len - (size_t)(dot1 + 1 - jwt)) : NULL;
@@ -117,8 +119,10 @@ static void verify(capns_mock *m, const char *jwt, size_t len, mock_jwt_result *
 
     const mock_key *key = NULL;
     for (size_t i = 0; i < m->n_keys && !key; i++)
-        if (strcmp(m->keys[i].kid, kid) == 0)
+        if (strcmp(m->keys[i].kid, kid) == 0) {
             key = &m->keys[i];
+            out->key = (int)i;
+        }
     for (size_t i = 0; i < m->n_teams && out->team < 0; i++)
         if (strcmp(m->teams[i], iss) == 0)
             out->team = (int)i;

@@ -353,6 +353,9 @@ static void free_strings(char **s, size_t n)
     free(s);
 }
 
+_Static_assert(MOCK_ENV_SANDBOX == CAPNS_MOCK_ENV_SANDBOX && MOCK_ENV_PRODUCTION == CAPNS_MOCK_ENV_PRODUCTION,
+              "a key's environment and a certificate's are the same bits");
+
 static int load_keys(capns_mock *m, const capns_mock_config *cfg, char *err, size_t errlen)
 {
     m->keys = calloc(cfg->n_auth_keys ? cfg->n_auth_keys : 1, sizeof *m->keys);
@@ -381,6 +384,24 @@ static int load_keys(capns_mock *m, const capns_mock_config *cfg, char *err, siz
                  k->kid, m->n_teams);
             return -1;
         }
+        /* Keys made since February 2025 may serve one environment, or only some topics. */
+        k->environment = cfg->auth_keys[i].environment;
+        if (k->environment != 0 && k->environment != MOCK_ENV_SANDBOX && k->environment != MOCK_ENV_PRODUCTION) {
+            fail(err, errlen, "provider key %s: environment %d is neither sandbox nor production", k->kid,
+                 k->environment);
+            return -1;
+        }
+        size_t n_topics = cfg->auth_keys[i].n_topics;
+        for (size_t t = 0; t < n_topics; t++)
+            if (!cfg->auth_keys[i].topics || !cfg->auth_keys[i].topics[t] || !cfg->auth_keys[i].topics[t][0]) {
+                fail(err, errlen, "provider key %s: an empty topic", k->kid);
+                return -1;
+            }
+        if (n_topics) {
+            if (!(k->topics = copy_strings(cfg->auth_keys[i].topics, n_topics)))
+                return -1;
+            k->n_topics = n_topics;
+        }
     }
     return 0;
 }
@@ -390,8 +411,10 @@ static void mock_free(capns_mock *m)
     for (int i = 0; i < m->n_loops; i++)
         loop_free(&m->loops[i]);
     free(m->loops);
-    for (size_t i = 0; i < m->n_keys; i++)
+    for (size_t i = 0; i < m->n_keys; i++) {
         EVP_PKEY_free(m->keys[i].pub);
+        free_strings(m->keys[i].topics, m->keys[i].n_topics);
+    }
     free(m->keys);
     free_strings(m->teams, m->n_teams);
     free_strings(m->topics, m->n_topics);

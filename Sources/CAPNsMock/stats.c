@@ -23,6 +23,7 @@ static const char *const reason_names[R_COUNT] = {
     "TooManyRequests", "InternalServerError", "ServiceUnavailable", "Shutdown",
     "MissingChannelId", "BadChannelId", "ChannelNotRegistered",
     "CannotCreateChannelConfig", "FeatureNotEnabled",
+    "BadEnvironmentKeyIdInToken", "TopicMismatch",
 };
 
 _Static_assert(R_COUNT <= CAPNS_MOCK_REASONS, "reason table outgrew the public array");

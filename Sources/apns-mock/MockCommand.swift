@@ -34,6 +34,12 @@ struct MockCommand: ParsableCommand {
     @Option(name: .customLong("key-team"),
             help: "KEYID=TEAMID: the team a provider key signs for (needed with several --team-id). Repeatable.")
     var keyTeams: [String] = []
+    @Option(name: .customLong("key-environment"),
+            help: "KEYID=sandbox|production: a key restricted to one environment; used on the other one it is 403 BadEnvironmentKeyIdInToken. Repeatable.")
+    var keyEnvironments: [String] = []
+    @Option(name: .customLong("key-topics"),
+            help: "KEYID=BUNDLE[,BUNDLE...]: a topic-specific key; a push with it to another bundle id is 400 TopicMismatch. Repeatable.")
+    var keyTopics: [String] = []
     @Option(name: .customLong("topic"), help: "Accepted bundle id; push-type suffixes are implied. Repeatable.")
     var topics: [String] = []
     @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS after a connection's first success (1 before).")
@@ -101,6 +107,22 @@ struct MockCommand: ParsableCommand {
                 throw ValidationError("--key-team wants KEYID=TEAMID, got \(spec)")
             }
             c.keyTeams[String(spec[..<eq])] = String(spec[spec.index(after: eq)...])
+        }
+        for spec in keyEnvironments {
+            let (keyID, value) = try Self.keyValue(spec, "--key-environment", "KEYID=sandbox|production")
+            guard let environment = MockConfiguration.KeyEnvironment(rawValue: value) else {
+                throw ValidationError("--key-environment: \"\(value)\" is neither sandbox nor production (in \(spec))")
+            }
+            c.keyEnvironments[keyID] = environment
+        }
+        for spec in keyTopics {
+            let (keyID, value) = try Self.keyValue(spec, "--key-topics", "KEYID=BUNDLE[,BUNDLE...]")
+            let bundles = value.split(separator: ",", omittingEmptySubsequences: false)
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+            guard !bundles.contains(where: \.isEmpty) else {
+                throw ValidationError("--key-topics: an empty bundle id in \(spec)")
+            }
+            c.keyTopics[keyID, default: []] += bundles
         }
         c.maxStreams = maxStreams
         c.initialStreams = initialStreams

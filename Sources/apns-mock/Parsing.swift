@@ -43,6 +43,14 @@ extension MockCommand {
         return (String(name.dropFirst("AuthKey_".count)), spec)
     }
 
+    /// "KEYID=VALUE", both sides non-empty, for the per-key flags.
+    static func keyValue(_ spec: String, _ flag: String, _ form: String) throws -> (String, String) {
+        guard let eq = spec.firstIndex(of: "="), eq != spec.startIndex, eq != spec.index(before: spec.endIndex) else {
+            throw ValidationError("\(flag) wants \(form), got \(spec)")
+        }
+        return (String(spec[..<eq]), String(spec[spec.index(after: eq)...]))
+    }
+
     /// One token per line, optional ",timestamp_ms"; blank lines and # comments skipped.
     static func readUnregistered(_ path: String) throws -> [String: Int64] {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {

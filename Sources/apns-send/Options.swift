@@ -165,7 +165,7 @@ struct Options: ParsableCommand {
     var cacert: String?
 
     @Option(name: .customLong("push-type"),
-            help: "alert, background, voip, complication, fileprovider, mdm, liveactivity, location, pushtotalk, widgets or controls (default alert).")
+            help: "alert, background, voip, complication, fileprovider, mdm, liveactivity, location, pushtotalk, widgets, controls or accessory (default alert). A widgets push carries {\"aps\":{\"content-changed\":true}}.")
     var pushType: String?
 
     @Option(help: "10 (immediate), 5 (power-considerate; the default for background) or 1.")

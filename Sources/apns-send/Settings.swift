@@ -161,6 +161,9 @@ struct Settings {
         if d.pushType == .liveactivity {
             do { try LiveActivity.check(payload) } catch { throw UsageError(payloadPath, error.description) }
         }
+        if d.pushType == .widgets {
+            do { try WidgetsPush.check(payload) } catch { throw UsageError(payloadPath, error.description) }
+        }
         do {
             return try Notification(topic: topic, pushType: d.pushType, priority: d.priority, expiration: d.expiration,
                                     collapseID: d.collapseID, payload: payload)

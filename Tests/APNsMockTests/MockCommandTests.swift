@@ -13,7 +13,7 @@ import TestSupport
         for option in ["--host", "--port", "--allow-non-loopback", "--cert", "--key", "--auth-key", "--team-id",
                        "--topic", "--max-streams", "--initial-streams", "--unregistered", "--latency", "--fail", "--goaway-after",
                        "--reset-after", "--settings-drop-after", "--idle-timeout", "--idle-500-after",
-                       "--token-update-interval", "--stall", "--no-ping-ack", "--key-team", "--sandbox", "--stats", "--threads", "--seed"] {
+                       "--token-update-interval", "--stall", "--no-ping-ack", "--key-team", "--key-environment", "--key-topics", "--sandbox", "--stats", "--threads", "--seed"] {
             #expect(r.stdout.contains(option), "help lacks \(option)")
         }
     }

@@ -108,12 +108,36 @@ import TestSupport
         ("alert", ""), ("background", ""), ("mdm", ""), ("voip", ".voip"), ("complication", ".complication"),
         ("fileprovider", ".pushkit.fileprovider"), ("location", ".location-query"), ("pushtotalk", ".voip-ptt"),
         ("liveactivity", ".push-type.liveactivity"), ("widgets", ".push-type.widgets"),
-        ("controls", ".push-type.controls"),
+        ("controls", ".push-type.controls"), ("accessory", ".push-type.accessory"),
     ])
     func pushTypeSuffixes(_ type: String, _ suffix: String) throws {
         let mock = try Fixture.mock()
         var r = Self.base.with("apns-push-type", type).with("apns-topic", Fixture.pki.topic + suffix)
         if type == "background" { r = r.with("apns-priority", "5") }
+        if type == "widgets" { r.body = Data(#"{"aps":{"content-changed":true}}"#.utf8) }
         #expect(curl(mock.port, r).status == 200)
+        // The plain bundle id is not this push type's topic.
+        if !suffix.isEmpty {
+            #expect(curl(mock.port, r.with("apns-topic", Fixture.pki.topic)).reason == "DeviceTokenNotForTopic")
+        }
+    }
+
+    @Test("A widgets push carries {\"aps\":{\"content-changed\":true}} (white space aside), else 400 BadPayload")
+    func widgetsBody() throws {
+        let mock = try Fixture.mock()
+        defer { mock.stop() }
+        let widgets = Self.base.with("apns-push-type", "widgets").with("apns-topic", "\(Fixture.pki.topic).push-type.widgets")
+        func with(_ body: String) -> Request {
+            var r = widgets
+            r.body = Data(body.utf8)
+            return r
+        }
+        let (answers, _) = curl(mock.port, [
+            with(#"{"aps":{"content-changed":true}}"#), with(" {\n \"aps\" : { \"content-changed\" : true } }\n"),
+            with(#"{"aps":{"content-changed":false}}"#), with(#"{"aps":{"alert":"hi"}}"#),
+            with(#"{"aps":{"content-changed":true},"x":1}"#), with(#"{"aps":{"content-changed ":true}}"#),
+        ])
+        #expect(answers.map(\.status) == [200, 200, 400, 400, 400, 400])
+        #expect(answers.dropFirst(2).allSatisfy { $0.reason == "BadPayload" })
     }
 }

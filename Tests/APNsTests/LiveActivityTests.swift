@@ -19,6 +19,47 @@ import Testing
         #expect(try LiveActivity.check(payload) == .start)
     }
 
+    /// A start may subscribe the activity to a broadcast channel (`input-push-channel`,
+    /// its base64 id) instead of asking for a token of its own.
+    @Test func aStartMaySubscribeToAChannel() throws {
+        let channel = "dHN0LTEyMzQ1Njc4OTAxMg=="
+        let start = try LiveActivity(event: .start, timestamp: 1, contentState: .object([]), attributesType: "A",
+                                     attributes: .object([]), alert: .init(title: "t"), inputPushChannel: channel)
+        let payload = Payload(aps: APS(liveActivity: start))
+        #expect(String(decoding: payload.bytes, as: UTF8.self).hasSuffix(#","input-push-channel":"\#(channel)"}}"#))
+        #expect(try LiveActivity.check(payload) == .start)
+
+        #expect(throws: LiveActivity.Error.tokenAndChannel) {
+            try LiveActivity(event: .start, timestamp: 1, contentState: .object([]), attributesType: "A",
+                             attributes: .object([]), alert: .init(title: "t"), inputPushToken: true,
+                             inputPushChannel: channel)
+        }
+        #expect(throws: LiveActivity.Error.onlyForStart("input-push-channel")) {
+            try LiveActivity(event: .update, timestamp: 1, contentState: .object([]), inputPushChannel: channel)
+        }
+        for bad in ["", "not base64!", "abc", String(repeating: "QUFB", count: 16)] {
+            #expect(throws: LiveActivity.Error.badChannelID, "\(bad)") {
+                try LiveActivity(event: .start, timestamp: 1, contentState: .object([]), attributesType: "A",
+                                 attributes: .object([]), alert: .init(title: "t"), inputPushChannel: bad)
+            }
+        }
+    }
+
+    /// The same rules for a payload written by hand.
+    @Test func aHandWrittenChannelStartIsChecked() throws {
+        let start = #"{"aps":{"timestamp":1,"event":"start","content-state":{},"attributes-type":"A","attributes":{},"alert":{"title":"t"},"#
+        #expect(try LiveActivity.check(Payload(json: start + #""input-push-channel":"dHN0LTEyMzQ1Njc4OTAxMg=="}}"#)) == .start)
+        #expect(throws: LiveActivity.Error.badChannelID) {
+            try LiveActivity.check(Payload(json: start + #""input-push-channel":42}}"#))
+        }
+        #expect(throws: LiveActivity.Error.tokenAndChannel) {
+            try LiveActivity.check(Payload(json: start + #""input-push-token":1,"input-push-channel":"dHN0"}}"#))
+        }
+        #expect(throws: LiveActivity.Error.onlyForStart("input-push-channel")) {
+            try LiveActivity.check(Payload(json: #"{"aps":{"timestamp":1,"event":"update","content-state":{},"input-push-channel":"dHN0"}}"#))
+        }
+    }
+
     @Test func anEndRendersItsDismissalDate() throws {
         let end = try LiveActivity(event: .end, timestamp: 5, contentState: .object([]), dismissalDate: 60)
         let text = String(decoding: Payload(aps: APS(liveActivity: end)).bytes, as: UTF8.self)

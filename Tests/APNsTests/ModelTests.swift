@@ -30,7 +30,7 @@ import Testing
     @Test func everyDocumentedReasonRoundTrips() {
         let documented = """
             BadCollapseId BadDeviceToken BadExpirationDate BadMessageId BadPriority BadTopic DeviceTokenNotForTopic \
-            DuplicateHeaders IdleTimeout InvalidPushType MissingDeviceToken MissingTopic PayloadEmpty TopicDisallowed \
+            DuplicateHeaders IdleTimeout InvalidPushType MissingDeviceToken MissingTopic PayloadEmpty TopicDisallowed TopicMismatch \
             BadCertificate BadCertificateEnvironment ExpiredProviderToken Forbidden InvalidProviderToken \
             MissingProviderToken UnrelatedKeyIdInToken BadEnvironmentKeyIdInToken BadEnvironmentKeyInToken BadPath \
             MethodNotAllowed Unregistered ExpiredToken PayloadTooLarge TooManyRequests TooManyProviderTokenUpdates \
@@ -54,6 +54,9 @@ import Testing
         #expect(Disposition(status: 413, reason: .payloadTooLarge) == .final)
         #expect(Disposition(status: 403, reason: .invalidProviderToken) == .final)
         #expect(Disposition(status: 403, reason: .expiredProviderToken) == .refreshTokenAndRetry)
+        #expect(Disposition(status: 403, reason: .unrelatedKeyIdInToken) == .resendOnFreshConnection)
+        #expect(Disposition(status: 403, reason: .badEnvironmentKeyIdInToken) == .keyRefused)
+        #expect(Disposition(status: 400, reason: .topicMismatch) == .final)
         #expect(Disposition(status: 429, reason: .tooManyRequests) == .retryAfterBackoff)
         #expect(Disposition(status: 429, reason: .tooManyProviderTokenUpdates) == .retryAfterBackoff)
         #expect(Disposition(status: 500, reason: .internalServerError) == .retryAfterBackoff)
@@ -72,6 +75,20 @@ import Testing
         #expect(try Notification(topic: "com.a.b", pushType: .liveactivity, payload: small).topic
             == "com.a.b.push-type.liveactivity")
         #expect(try Notification(topic: "com.a.b", payload: small).topic == "com.a.b")
+        #expect(try Notification(topic: "com.a.b", pushType: .accessory, payload: small).topic
+            == "com.a.b.push-type.accessory")
+        #expect(try Notification(topic: "com.a.b", pushType: .widgets, payload: WidgetsPush.payload).topic
+            == "com.a.b.push-type.widgets")
+    }
+
+    /// A widgets push carries `{"aps":{"content-changed":true}}`, white space aside, and nothing else.
+    @Test func aWidgetsPushHasOnePayload() throws {
+        #expect(WidgetsPush.payload.bytes == Array(#"{"aps":{"content-changed":true}}"#.utf8))
+        try WidgetsPush.check(Payload(json: " { \"aps\" : { \"content-changed\" : true } } "))
+        for other in [#"{"aps":{"content-changed":false}}"#, #"{"aps":{"alert":"hi"}}"#,
+                      #"{"aps":{"content-changed":true},"x":1}"#] {
+            #expect(throws: WidgetsPush.Error.notContentChanged) { try WidgetsPush.check(Payload(json: other)) }
+        }
     }
 
     /// "apns-priority: 10 (immediate), 5 (power-considerate; required for background)".

@@ -19,7 +19,10 @@ final class InProcessMock: @unchecked Sendable {
             owned.append(p)
             return UnsafePointer(p)
         }
-        var keys = [capns_mock_auth_key(key_id: c(pki.keyID), path: c(pki.keyPath), team_id: nil)]
+        var key = capns_mock_auth_key()   // a team key for both environments: the rest stays zero
+        key.key_id = c(pki.keyID)
+        key.path = c(pki.keyPath)
+        var keys = [key]
         var teams: [UnsafePointer<CChar>?] = [c(pki.teamID)]
         var topics: [UnsafePointer<CChar>?] = [c(pki.topic)]
         var cfg = capns_mock_config()

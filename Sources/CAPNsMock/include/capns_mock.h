@@ -29,13 +29,17 @@
  *      match the push type: APNs judges the topic against the token's app, so
  *      a voip push to the plain bundle id is "not for this topic"),
  *      400 BadMessageId, 400 BadPriority (not 10/5/1, or 10 for background),
- *      400 BadExpirationDate (not an integer), 400 BadCollapseId (> 64 bytes).
+ *      400 BadExpirationDate (not an integer), 400 BadCollapseId (> 64 bytes),
+ *      400 TopicMismatch (a topic-specific key: the topic's bundle id is not
+ *      one of the key's).
  *   8. 400 PayloadEmpty, 413 PayloadTooLarge (> 4096, voip > 5120), and
  *      400 BadPayload for a body that is not a JSON object (a small hand-
  *      written syntax check, depth <= 32). APNs' documented reasons have none
  *      for this case; the closest documented behaviour is a final 400, so the
  *      mock answers 400 with "BadPayload", a name outside that list: a sender
- *      must treat an unknown 400 reason as final.
+ *      must treat an unknown 400 reason as final. A widgets push whose body
+ *      is not {"aps":{"content-changed":true}} (white space aside) is 400
+ *      BadPayload too.
  *   9. a scripted answer for the token's Nth attempt, or its forced answer.
  *  10. 410 Unregistered with the token's timestamp.
  *  11. the idle quirk: 500 InternalServerError for the first request after a
@@ -52,8 +56,11 @@
  * ES256, unknown "iss", an "iss" other than the key's own team, or malformed
  * -> 403 InvalidProviderToken); "iat" older
  * than one hour -> 403 ExpiredProviderToken, more than 60 s in the future ->
- * 403 InvalidProviderToken. A connection belongs to the team of its first
- * accepted token (another team -> 403 InvalidProviderToken). Presenting a
+ * 403 InvalidProviderToken. A key restricted to one environment, used on a
+ * mock of the other (see `sandbox`) -> 403 BadEnvironmentKeyIdInToken. A
+ * connection belongs to the team and the key of its first accepted token
+ * (another team -> 403 InvalidProviderToken; another key of the same team ->
+ * 403 UnrelatedKeyIdInToken: open a new connection for it). Presenting a
  * different valid token less than token_update_interval_s after the
  * connection's current token was first used -> 429 TooManyProviderTokenUpdates
  * (the connection keeps its token). Verified tokens are cached by their text.
@@ -148,7 +155,16 @@ typedef struct {
     const char *team_id;        /* the team (one of cfg.teams) this key signs for, as an APNs
                                    key belongs to one team; NULL: the only team configured
                                    (refused when there are several) */
+    int environment;            /* 0: both environments; CAPNS_MOCK_ENV_SANDBOX or
+                                   CAPNS_MOCK_ENV_PRODUCTION: a key restricted to that one */
+    const char *const *topics;  /* a topic-specific key: the bundle ids it may push to;
+                                   n_topics 0: a team key, any of the team's topics */
+    size_t n_topics;
 } capns_mock_auth_key;
+
+/* capns_mock_auth_key.environment: which environment a restricted key serves. */
+#define CAPNS_MOCK_ENV_SANDBOX 1
+#define CAPNS_MOCK_ENV_PRODUCTION 2
 
 typedef struct {
     const char *host;           /* numeric address to bind; NULL = 127.0.0.1 */
