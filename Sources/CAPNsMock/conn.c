@@ -24,7 +24,12 @@
 #include <unistd.h>
 
 #define OUT_FLUSH_AT (1 << 16)      /* hand the batch to TLS once this much is queued */
-#define LINGER_NS (1000LL * 1000000)    /* how long a closing connection waits for the client's FIN */
+/* How long a closing connection waits for the client's FIN. The close that ends the
+ * wait sends RST when the client's late requests are still unread, and a RST makes
+ * the client's kernel discard the answers still waiting in its receive buffer: so
+ * the wait must outlast a client that is slow to read (a loaded machine), or answers
+ * already given are lost and their requests sent again. */
+#define LINGER_NS (10000LL * 1000000)
 
 static void close_gracefully(mock_conn *c);
 

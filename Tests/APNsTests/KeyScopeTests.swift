@@ -32,8 +32,11 @@ import Testing
             let error = try #require(result.error)
             #expect(error.contains(pki.keyID) && error.contains("127.0.0.1:\(mock.port)"), "\(error)")
         }
+        // What the lane had already handed to the transport still leaves (two here, a
+        // few more when a loaded machine reads the first answer late); without the
+        // reaction all 50 go out, each to fail on its own.
         let recorded = mock.recordedRequests()
-        #expect(recorded.count <= 2, "\(recorded.count) requests: each token went out on its own")
+        #expect(recorded.count < 10, "\(recorded.count) requests: each token went out on its own")
         #expect(Set(recorded.map(\.path)).count == recorded.count, "a token was sent twice")
 
         // A later send ends at once, never sent.

@@ -354,7 +354,7 @@ enum Harness {
 
     static func client(port: UInt16, transport: Transport, caFile: String? = TestPKI.shared.caFile,
                        maxInFlight: Int = 1000, requestTimeout: Duration = .seconds(10),
-                       connectTimeout: Duration = .seconds(2)) throws -> APNsClient {
+                       connectTimeout: Duration = .seconds(20)) throws -> APNsClient {
         let pki = TestPKI.shared
         let credentials = try Credentials(key: SigningKey(contentsOf: pki.keyPath), keyID: pki.keyID, teamID: pki.teamID)
         return try APNsClient(configuration: .init(

@@ -61,7 +61,10 @@ import Testing
             $0.latency = .milliseconds(50)
             $0.settingsDrop = .init(after: 1_000, to: 0)
         }
-        let client = try Harness.client(mock, transport: .nghttp2, maxInFlight: 50)
+        // A connect timeout far past a loaded machine's TLS handshake: without a first
+        // connection no caller gets its 200 and the race is never run.
+        let client = try Harness.client(port: mock.port, transport: .nghttp2, maxInFlight: 50,
+                                        connectTimeout: .seconds(60))
         let lane = client.dispatcher.defaultLane
         let tokens = Harness.tokens(3_000)
         let note = Harness.notification()
