@@ -32,7 +32,7 @@ enum FaultMatrix {
     }
 
     static func client(port: UInt16, transport: Transport = .nghttp2, caFile: String? = TestPKI.shared.caFile,
-                       requestTimeout: Duration = .seconds(10), pingInterval: Duration = .seconds(30),
+                       requestTimeout: Duration = .seconds(60), pingInterval: Duration = .seconds(30),
                        retry: RetryPolicy = Harness.retry) throws -> APNsClient {
         let pki = TestPKI.shared
         let credentials = try Credentials(key: SigningKey(contentsOf: pki.keyPath), keyID: pki.keyID, teamID: pki.teamID)
