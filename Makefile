@@ -4,7 +4,7 @@
 #
 #   make demo      build, a throw-away key and certificate, apns-mock on 127.0.0.1, one send
 #   make demo-server  the same with apns-server: two devices registered, one event, its log
-#   make test      what CI runs (5-6 min from a clean clone on 2 cores): the whole suite, then
+#   make test      what CI runs (about 20 min from a clean clone on 2 cores, each phase timed): the whole suite, then
 #                  every fuzz harness for a few seconds (fuzz.sh --short) and the sanitizer
 #                  check on a smaller run (sanitize.sh --short: ASan/UBSan tests of the shim
 #                  and the mock, a 10k-request leak check per transport)
