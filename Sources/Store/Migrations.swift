@@ -1,7 +1,7 @@
 import GRDB
 
-/// The schema, as numbered steps. The file's `PRAGMA user_version` is the number
-/// of steps applied. A step is never edited once released: a change is a new step.
+/// The schema's SQLite spelling, step by step (the list and what each step means
+/// is `Schema`). The file's `PRAGMA user_version` is the number of steps applied.
 ///
 /// Not GRDB's `DatabaseMigrator`: it reads which migrations are applied before it
 /// opens a transaction, so two processes starting at once on a new file would both
@@ -9,14 +9,15 @@ import GRDB
 /// steps are one `BEGIN IMMEDIATE` transaction: the second process waits for the
 /// first, then finds nothing to do.
 enum Migrations {
-    static let steps: [String] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11]
+    static let steps: [String] = Schema.steps.map(\.sqlite)
 
-    static func apply(_ db: Database) throws {
+    /// Applies the steps up to `last` (all of them but in tests of an upgrade).
+    static func apply(_ db: Database, through last: Int = steps.count) throws {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
         guard version <= steps.count else {
             throw StoreError("the database is at schema version \(version), newer than this program's \(steps.count)")
         }
-        for (index, step) in steps.enumerated().dropFirst(version) {
+        for (index, step) in steps.prefix(last).enumerated().dropFirst(version) {
             try db.execute(sql: step)
             // user_version lives in the file header, which is part of the transaction.
             try db.execute(sql: "PRAGMA user_version = \(index + 1)")
@@ -401,10 +402,30 @@ enum Migrations {
         UPDATE devices SET deactivated_at = updated_at WHERE is_active = 0 AND deactivated_at IS NULL;
         CREATE INDEX devices_inactive ON devices (deactivated_at) WHERE is_active = 0;
         """
+
+    /// One meaning for each table on both engines (see `Schema`): an answer from
+    /// APNs is a `results` row, and `deliveries.state` says only what the store
+    /// decided (pending, batched, superseded). Answers written into the log row
+    /// before v8 move to `results`; the stale `devices.last_used_at` (moved to
+    /// `device_use` by v9) is cleared.
+    static let v12 = """
+        INSERT INTO results (delivery_id, state, status, reason, apns_timestamp, attempts, finished_at)
+            SELECT id, state, coalesce(status, 0), reason, apns_timestamp, attempts, coalesce(finished_at, created_at)
+            FROM deliveries
+            WHERE state IN ('delivered', 'failed') AND id NOT IN (SELECT delivery_id FROM results);
+        UPDATE deliveries SET state = 'pending', status = NULL, reason = NULL, apns_timestamp = NULL, finished_at = NULL
+            WHERE state IN ('delivered', 'failed');
+        UPDATE devices SET last_used_at = NULL WHERE last_used_at IS NOT NULL;
+        """
 }
 
 extension SQLiteStore {
     public func migrate() async throws(StoreError) {
-        try await write("migrate \(path)") { db in try Migrations.apply(db) }
+        try await migrate(through: Migrations.steps.count)
+    }
+
+    /// The schema as of step `last` (tests of an upgrade start from an older one).
+    func migrate(through last: Int) async throws(StoreError) {
+        try await write("migrate \(path)") { db in try Migrations.apply(db, through: last) }
     }
 }

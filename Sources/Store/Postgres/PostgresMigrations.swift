@@ -1,8 +1,7 @@
 import PostgresNIO
 
-/// The schema on PostgreSQL, as numbered steps (the same steps as SQLite's
-/// `Migrations`, so a step n means the same on both). `schema_migrations` lists the
-/// steps applied. A step is never edited once released: a change is a new step.
+/// The schema's PostgreSQL spelling, step by step (the list and what each step means
+/// is `Schema`). `schema_migrations` lists the steps applied, by number and name.
 ///
 /// Each step is one transaction that first takes a transaction-level advisory lock:
 /// instances starting at once on an empty database queue there, and each, once it
@@ -11,43 +10,73 @@ enum PostgresMigrations {
     /// Any constant shared by every instance of this program; "apns" in ASCII.
     static let lockKey: Int64 = 0x6170_6e73
 
-    /// Statements one by one (the extended protocol runs one per query).
-    static let steps: [[PostgresQuery]] = [v1, v2, v3, v4, v5, v6]
+    static var steps: [SchemaStep] { Schema.steps }
 
     /// Applies the steps up to `last` (all of them but in tests of an upgrade).
-    static func apply(_ db: PostgresConnection, through last: Int = steps.count) async throws {
+    static func apply(_ db: PostgresConnection, through last: Int = Schema.steps.count) async throws {
         while true {
             let done = try await step(db, through: last)
             if done { return }
         }
     }
 
-    /// Applies the next step, if any; true when there was none.
+    /// Applies the next missing step, if any; true when there was none.
     private static func step(_ db: PostgresConnection, through last: Int) async throws -> Bool {
         try await db.run("BEGIN")
         do {
             try await db.run("SELECT pg_advisory_xact_lock(\(lockKey))")
-            try await db.run("""
-                CREATE TABLE IF NOT EXISTS schema_migrations (
-                    version    INTEGER PRIMARY KEY,
-                    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-                )
-                """)
-            let version = try await db.rows("SELECT coalesce(max(version), 0) FROM schema_migrations")[0].get(0, Int.self)
-            guard version <= steps.count else {
-                throw StoreError("the database is at schema version \(version), newer than this program's \(steps.count)")
+            try await renumber(db)
+            let applied = Set(try await db.rows("SELECT version FROM schema_migrations").map { try $0.get(0, Int.self) })
+            let newest = applied.max() ?? 0
+            guard newest <= steps.count else {
+                throw StoreError("the database is at schema version \(newest), newer than this program's \(steps.count)")
             }
-            guard version < last else {
+            // In order; a database renumbered from before the one history may miss
+            // steps below its newest (see `Schema.postgresNumberingBefore12`).
+            guard let next = steps.prefix(last).first(where: { !applied.contains($0.number) }) else {
                 try await db.run("COMMIT")
                 return true
             }
-            for statement in steps[version] { try await db.run(statement) }
-            try await db.run("INSERT INTO schema_migrations (version) VALUES (\(version + 1))")
+            for statement in next.postgres { try await db.run(statement) }
+            try await db.run("INSERT INTO schema_migrations (version, name) VALUES (\(next.number), \(next.name))")
             try await db.run("COMMIT")
             return false
         } catch {
             _ = try? await db.run("ROLLBACK")
             throw error
+        }
+    }
+
+    /// Makes `schema_migrations` the one history's list: created on an empty
+    /// database; on one from before, whose rows numbered PostgreSQL's own steps
+    /// (and which has no `name` column), those rows become the steps here it has.
+    private static func renumber(_ db: PostgresConnection) async throws {
+        let columns = try await db.rows("""
+            SELECT count(*) FILTER (WHERE column_name = 'name'), count(*) FROM information_schema.columns
+            WHERE table_schema = current_schema() AND table_name = 'schema_migrations'
+            """)[0]
+        let (named, any) = (try columns.get(0, Int.self), try columns.get(1, Int.self))
+        if any == 0 {
+            try await db.run("""
+                CREATE TABLE schema_migrations (
+                    version    INTEGER PRIMARY KEY,
+                    name       TEXT NOT NULL,
+                    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+                )
+                """)
+            return
+        }
+        guard named == 0 else { return }
+        let old = try await db.rows("SELECT coalesce(max(version), 0) FROM schema_migrations")[0].get(0, Int.self)
+        guard old == 0 || Schema.postgresNumberingBefore12[old] != nil else {
+            throw StoreError("the database is at schema version \(old), newer than this program's \(steps.count)")
+        }
+        try await db.run("DELETE FROM schema_migrations")
+        try await db.run("ALTER TABLE schema_migrations ADD COLUMN name TEXT NOT NULL")
+        for number in Schema.postgresNumberingBefore12[old] ?? [] {
+            try await db.run("""
+                INSERT INTO schema_migrations (version, name) VALUES (\(number), \(steps[number - 1].name))
+                """)
         }
     }
 
@@ -167,9 +196,6 @@ enum PostgresMigrations {
     ///   instant); two more final states, `batched` and `superseded`, with `carried_by`
     ///   naming the carrier and a carrier's `batched` counting its members.
     /// - `holds`: the open windows, one per device, kind and key.
-    /// - The claim's index becomes partial: a claim takes free rows (`claimed_by IS NULL`)
-    ///   only by walking `outbox_free`, so the rows workers hold are not in its way;
-    ///   expired leases (a dead worker's) have their own small index.
     static let v3: [PostgresQuery] = [
         "ALTER TABLE preferences ALTER COLUMN value DROP NOT NULL",
         "ALTER TABLE preferences ADD COLUMN text_value TEXT",
@@ -197,6 +223,10 @@ enum PostgresMigrations {
         )
         """,
         "CREATE INDEX holds_by_close ON holds (closes_at)",
+    ]
+
+    /// The claim's index becomes partial, as SQLite's v6.
+    static let v6: [PostgresQuery] = [
         // v1's leases were HOT updates of unindexed columns, but every claim then walked
         // past the rows workers held (thousands, with several instances) to reach free
         // ones. Now a lease moves its row from `outbox_free` to `outbox_leased` (an
@@ -270,11 +300,79 @@ enum PostgresMigrations {
         "CREATE INDEX broadcasts_finished ON broadcasts (finished_at) WHERE state <> 'pending'",
     ]
 
+    /// A company's devices a user at a time, newest first, as SQLite's v7.
+    static let v7: [PostgresQuery] = [
+        "DROP INDEX devices_by_company",
+        """
+        CREATE INDEX devices_by_company ON devices (company_id, app_type, user_id, registered_at DESC, id DESC)
+            WHERE is_active
+        """,
+    ]
+
+    /// APNs' answers in a narrow table of their own, as SQLite's v8: a finish
+    /// appends here and never rewrites the wide log row, so `deliveries` rows are
+    /// written once (no dead versions for the claim's join to step over).
+    static let v8: [PostgresQuery] = [
+        """
+        CREATE TABLE results (
+            delivery_id    BIGINT  PRIMARY KEY,
+            state          TEXT    NOT NULL CHECK (state IN ('delivered', 'failed')),
+            status         INTEGER NOT NULL,
+            reason         TEXT,
+            apns_timestamp BIGINT,
+            attempts       INTEGER NOT NULL,
+            finished_at    BIGINT  NOT NULL
+        )
+        """,
+    ]
+
+    /// When a device was last delivered to, as SQLite's v9; existing values move here.
+    static let v9: [PostgresQuery] = [
+        """
+        CREATE TABLE device_use (
+            device_id    BIGINT PRIMARY KEY,
+            last_used_at BIGINT NOT NULL
+        )
+        """,
+        """
+        INSERT INTO device_use (device_id, last_used_at)
+            SELECT id, last_used_at FROM devices WHERE last_used_at IS NOT NULL
+        """,
+    ]
+
+    /// A count of changes to what a fan-out read of its devices, as SQLite's v10,
+    /// kept by triggers.
+    static let v10: [PostgresQuery] = [
+        """
+        CREATE TABLE device_changes (
+            id         INTEGER PRIMARY KEY CHECK (id = 1),
+            generation BIGINT  NOT NULL
+        )
+        """,
+        "INSERT INTO device_changes (id, generation) VALUES (1, 0)",
+        """
+        CREATE FUNCTION device_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE device_changes SET generation = generation + 1;
+            RETURN NULL;
+        END
+        $$
+        """,
+        """
+        CREATE TRIGGER device_changed AFTER UPDATE OF is_active, user_id, app_type, platform ON devices
+            FOR EACH ROW
+            WHEN (OLD.is_active IS DISTINCT FROM NEW.is_active OR OLD.user_id IS DISTINCT FROM NEW.user_id
+                  OR OLD.app_type IS DISTINCT FROM NEW.app_type OR OLD.platform IS DISTINCT FROM NEW.platform)
+            EXECUTE FUNCTION device_changed()
+        """,
+        "CREATE TRIGGER device_deleted AFTER DELETE ON devices FOR EACH ROW EXECUTE FUNCTION device_changed()",
+    ]
+
     /// Who may do what with whose tokens and channels, as SQLite's v11 (see
     /// `Migrations.v11`): activities' owners (an existing activity's is the user of
     /// its oldest token row), channels' audiences (none for existing channels), and
     /// the index that prunes deactivated tokens by age.
-    static let v6: [PostgresQuery] = [
+    static let v11: [PostgresQuery] = [
         """
         CREATE TABLE live_activities (
             app_type    TEXT   NOT NULL,
@@ -305,13 +403,31 @@ enum PostgresMigrations {
         "UPDATE devices SET deactivated_at = updated_at WHERE NOT is_active AND deactivated_at IS NULL",
         "CREATE INDEX devices_inactive ON devices (deactivated_at) WHERE NOT is_active",
     ]
+
+    /// One meaning for each table on both engines, as SQLite's v12: answers written
+    /// into the log row move to `results`, and `devices.last_used_at` (moved to
+    /// `device_use` by v9) is cleared.
+    static let v12: [PostgresQuery] = [
+        """
+        INSERT INTO results (delivery_id, state, status, reason, apns_timestamp, attempts, finished_at)
+            SELECT id, state, coalesce(status, 0), reason, apns_timestamp, attempts, coalesce(finished_at, created_at)
+            FROM deliveries
+            WHERE state IN ('delivered', 'failed')
+        ON CONFLICT (delivery_id) DO NOTHING
+        """,
+        """
+        UPDATE deliveries SET state = 'pending', status = NULL, reason = NULL, apns_timestamp = NULL, finished_at = NULL
+            WHERE state IN ('delivered', 'failed')
+        """,
+        "UPDATE devices SET last_used_at = NULL WHERE last_used_at IS NOT NULL",
+    ]
 }
 
 extension PostgresStore {
     /// On a connection of its own, so that a wrong URL, a refused password or a
     /// server that is down is one line at start-up, not a minute of pool retries.
     public func migrate() async throws(StoreError) {
-        try await migrate(through: PostgresMigrations.steps.count)
+        try await migrate(through: Schema.steps.count)
     }
 
     /// The schema as of step `last` (tests of an upgrade start from an older one).
