@@ -42,6 +42,17 @@ import TestSupport
         }
     }
 
+    @Test(arguments: StoreKind.allCases)
+    func aDatabaseFromANewerProgramIsRefused(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            try await store.execute(kind == .sqlite ? "PRAGMA user_version = 99"
+                                    : "INSERT INTO schema_migrations (version, name) VALUES (99, 'from the future')")
+            let error = await #expect(throws: StoreError.self) { try await store.migrate() }
+            #expect(error?.description
+                    == "the database is at schema version 99, newer than this program's \(Schema.steps.count)")
+        }
+    }
+
     /// Every table the released schema had on both engines, with a row of each kind.
     static func rows(_ kind: StoreKind) -> [String] {
         let bytes = kind == .sqlite ? "x'7b7d'" : "'\\x7b7d'"
