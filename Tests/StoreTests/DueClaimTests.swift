@@ -105,7 +105,7 @@ import TestSupport
         let scratch = Scratch()
         defer { withExtendedLifetime(scratch) {} }
         let store = try SQLiteStore(path: scratch.path("old.db"))
-        try await store.execute(Migrations.v1 + ";" + Migrations.v2 + "; PRAGMA user_version = 2")
+        try await store.execute(Schema.v1.sqlite + ";" + Schema.v2.sqlite + "; PRAGMA user_version = 2")
         try await store.execute("""
             INSERT INTO notifications VALUES ('n', 'order_created', 'order', 'o1', 'staff', 1);
             INSERT INTO payloads (id, notification_id, bytes) VALUES (7, 'n', x'7b7d');

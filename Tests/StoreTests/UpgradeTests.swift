@@ -20,6 +20,8 @@ import TestSupport
             try await store.migrate()
             #expect(try await store.scalar("PRAGMA user_version") == Int64(Schema.steps.count))
             #expect(try await store.scalar("SELECT count(*) FROM pragma_foreign_key_check") == 0)
+            let fresh = try await withStore(kind) { try await Self.layout($0, kind) }
+            #expect(try await Self.layout(store, kind) == fresh, "the same schema as a new file's")
             try await Self.check(store)
         case .postgres:
             let store = try PostgresStore(url: try await suiteCluster().newDatabase())
@@ -30,6 +32,8 @@ import TestSupport
                 try await store.migrate()
                 #expect(try await store.scalar("SELECT count(*) FROM schema_migrations") == Int64(Schema.steps.count))
                 #expect(try await store.scalar("SELECT max(version) FROM schema_migrations") == Int64(Schema.steps.count))
+                let fresh = try await withStore(kind) { try await Self.layout($0, kind) }
+                #expect(try await Self.layout(store, kind) == fresh, "the same schema as a new database's")
                 try await Self.check(store)
                 // A second start finds nothing to do.
                 try await store.migrate()
@@ -39,6 +43,57 @@ import TestSupport
                 await store.close()
                 throw error
             }
+        }
+    }
+
+    /// Step n means the same on both engines: at the last step, both have the same
+    /// tables with the same columns, the same indexes and the same triggers.
+    @Test func bothEnginesEndWithTheSameTablesIndexesAndTriggers() async throws {
+        let sqlite = try await withStore(.sqlite) { try await Self.layout($0, .sqlite) }
+        let postgres = try await withStore(.postgres) { try await Self.layout($0, .postgres) }
+        #expect(sqlite.columns == postgres.columns)
+        #expect(sqlite.indexes == postgres.indexes)
+        #expect(sqlite.triggers == postgres.triggers)
+        #expect(sqlite.columns.contains("results.state") && sqlite.columns.contains("device_changes.generation"))
+    }
+
+    /// A store's tables (as `table.column`), its own indexes (not those its engine
+    /// makes for keys) and its triggers, each sorted.
+    struct Layout: Equatable {
+        var columns: [String]
+        var indexes: [String]
+        var triggers: [String]
+    }
+
+    static func layout(_ store: some TestStore, _ kind: StoreKind) async throws -> Layout {
+        func names(_ sql: String) async throws -> [String] {
+            try await store.texts(sql).compactMap { $0.first ?? nil }.sorted()
+        }
+        switch kind {
+        case .sqlite:
+            return Layout(
+                columns: try await names("""
+                    SELECT m.name || '.' || p.name FROM sqlite_master m, pragma_table_info(m.name) p
+                    WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'
+                    """),
+                indexes: try await names("""
+                    SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_autoindex_%'
+                    """),
+                triggers: try await names("SELECT name FROM sqlite_master WHERE type = 'trigger'"))
+        case .postgres:
+            return Layout(
+                columns: try await names("""
+                    SELECT table_name || '.' || column_name FROM information_schema.columns
+                    WHERE table_schema = current_schema() AND table_name <> 'schema_migrations'
+                    """),
+                indexes: try await names("""
+                    SELECT indexname FROM pg_indexes
+                    WHERE schemaname = current_schema() AND indexname NOT LIKE '%_pkey' AND indexname NOT LIKE '%_key'
+                    """),
+                triggers: try await names("""
+                    SELECT DISTINCT trigger_name::text FROM information_schema.triggers
+                    WHERE trigger_schema = current_schema()
+                    """))
         }
     }
 
