@@ -5,7 +5,10 @@
 /// The released SQLite schema, steps 1 to 11, and `PRAGMA user_version` 11.
 enum ReleasedSQLiteSchema {
     static let steps: [String] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11]
-    static var script: String { steps.joined(separator: ";\n") + ";\nPRAGMA user_version = \(steps.count)" }
+    static var script: String { script(through: steps.count) }
+    static func script(through last: Int) -> String {
+        steps.prefix(last).joined(separator: ";\n") + ";\nPRAGMA user_version = \(last)"
+    }
 
     /// Times are milliseconds since 1970; booleans are 0/1.
     static let v1 = """
@@ -391,10 +394,11 @@ enum ReleasedSQLiteSchema {
 /// did (`schema_migrations` with a version column only).
 enum ReleasedPostgresSchema {
     static let steps: [[String]] = [v1, v2, v3, v4, v5, v6]
-    static var statements: [String] {
+    static var statements: [String] { statements(through: steps.count) }
+    static func statements(through last: Int) -> [String] {
         ["CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"]
-            + steps.flatMap { $0 }
-            + ["INSERT INTO schema_migrations (version) SELECT generate_series(1, \(steps.count))"]
+            + steps.prefix(last).flatMap { $0 }
+            + ["INSERT INTO schema_migrations (version) SELECT generate_series(1, \(last))"]
     }
 
     /// Times are milliseconds since 1970 (BIGINT), as on SQLite.

@@ -46,6 +46,35 @@ import TestSupport
         }
     }
 
+    /// A database at any step the last release knew upgrades to the same schema as a
+    /// new one: on PostgreSQL, whose own old numbering is mapped onto the one history
+    /// (`Schema.postgresNumberingBefore12`), and on SQLite.
+    @Test(arguments: 1...6) func aPostgresDatabaseAtEachReleasedStepUpgrades(_ step: Int) async throws {
+        let fresh = try await withStore(.postgres) { try await Self.layout($0, .postgres) }
+        let store = try PostgresStore(url: try await suiteCluster().newDatabase())
+        do {
+            for statement in ReleasedPostgresSchema.statements(through: step) { try await store.execute(statement) }
+            try await store.migrate()
+            #expect(try await Self.layout(store, .postgres) == fresh)
+            #expect(try await store.scalar("SELECT count(*) FROM schema_migrations") == Int64(Schema.steps.count))
+            await store.close()
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
+    @Test(arguments: 1...11) func aSQLiteFileAtEachReleasedStepUpgrades(_ step: Int) async throws {
+        let fresh = try await withStore(.sqlite) { try await Self.layout($0, .sqlite) }
+        let scratch = Scratch()
+        defer { withExtendedLifetime(scratch) {} }
+        let store = try SQLiteStore(path: scratch.path("released.db"))
+        try await store.execute(ReleasedSQLiteSchema.script(through: step))
+        try await store.migrate()
+        #expect(try await Self.layout(store, .sqlite) == fresh)
+        #expect(try await store.scalar("PRAGMA user_version") == Int64(Schema.steps.count))
+    }
+
     /// Step n means the same on both engines: at the last step, both have the same
     /// tables with the same columns, the same indexes and the same triggers.
     @Test func bothEnginesEndWithTheSameTablesIndexesAndTriggers() async throws {
