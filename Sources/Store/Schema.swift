@@ -652,14 +652,21 @@ enum Schema {
         END
         $$
         """,
+        // At commit (deferred): the one counter row is then locked last and only
+        // while committing, so a transaction that holds it never waits for a device
+        // row another holds (instances finishing and registering at once would
+        // otherwise deadlock on it).
         """
-        CREATE TRIGGER device_changed AFTER UPDATE OF is_active, user_id, app_type, platform ON devices
-            FOR EACH ROW
+        CREATE CONSTRAINT TRIGGER device_changed AFTER UPDATE OF is_active, user_id, app_type, platform ON devices
+            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
             WHEN (OLD.is_active IS DISTINCT FROM NEW.is_active OR OLD.user_id IS DISTINCT FROM NEW.user_id
                   OR OLD.app_type IS DISTINCT FROM NEW.app_type OR OLD.platform IS DISTINCT FROM NEW.platform)
             EXECUTE FUNCTION device_changed()
         """,
-        "CREATE TRIGGER device_deleted AFTER DELETE ON devices FOR EACH ROW EXECUTE FUNCTION device_changed()",
+        """
+        CREATE CONSTRAINT TRIGGER device_deleted AFTER DELETE ON devices
+            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION device_changed()
+        """,
         ])
 
     /// Who may do what with whose tokens and channels.
