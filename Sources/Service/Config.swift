@@ -110,19 +110,8 @@ public struct ServerConfig: Sendable {
 
     /// `sqlite:PATH` (one instance) or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`
     /// (several instances on one database, issue #11).
-    public enum Database: Sendable, CustomStringConvertible {
-        /// `durability`: config `sqlite_synchronous` (normal: `.processCrash`, full: `.powerLoss`).
-        case sqlite(path: String, durability: SQLiteStore.Durability)
-        case postgres(PostgresStore.Configuration)
-
-        /// What logs and errors may say: never the password.
-        public var description: String {
-            switch self {
-            case .sqlite(let path, _): "sqlite:\(path)"
-            case .postgres(let c): "postgres://\(c)"
-            }
-        }
-    }
+    /// SQLite's `durability`: config `sqlite_synchronous` (normal: `.processCrash`, full: `.powerLoss`).
+    public typealias Database = StoreLocation
 }
 
 /// One iOS app: its topic, the key that signs for it, where its pushes go, and
@@ -519,7 +508,7 @@ extension ServerConfig {
     static func parseDatabase(_ s: String, base: URL) throws(ConfigError) -> Database {
         if s.hasPrefix("postgres://") || s.hasPrefix("postgresql://") {
             do {
-                var configuration = try PostgresStore.Configuration(url: s)
+                var configuration = try StoreLocation.PostgresConfiguration(url: s)
                 configuration.caFile = configuration.caFile.map { resolve($0, against: base) }
                 try configuration.checkTLS()
                 return .postgres(configuration)

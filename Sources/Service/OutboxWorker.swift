@@ -63,7 +63,7 @@ final class OutboxWorker: Service, Sendable {
     func run() async throws {
         await withGracefulShutdownHandler {
             // On a shared database, another instance's enqueue wakes this one's idle loops.
-            let follower = (store as? any SharedOutbox).map { outbox in Task { await self.wakeup.follow(outbox) } }
+            let follower = store.sharedOutbox.map { outbox in Task { await self.wakeup.follow(outbox) } }
             await withTaskGroup(of: Void.self) { group in
                 for index in 0..<config.worker.concurrency {
                     group.addTask { await self.loop(worker: "\(self.instance)-\(index)") }

@@ -95,7 +95,7 @@ public enum APNsServer {
         let wakeup = WorkerWakeup()
         // A shared outbox (several instances) spreads each notification over all of
         // them through their claims; handing it to this instance's loops would not.
-        let handoff = store is any SharedOutbox || config.worker.handoffLimit == 0 ? nil
+        let handoff = store.sharedOutbox != nil || config.worker.handoffLimit == 0 ? nil
             : Handoff(batchSize: config.worker.batchSize, limit: config.worker.handoffLimit, wakeup: wakeup)
         let worker = OutboxWorker(config: config, store: store, clients: clients, metrics: metrics, wakeup: wakeup,
                                   handoff: handoff, logger: logger)
@@ -171,15 +171,11 @@ public enum APNsServer {
     /// The store the config names, by scheme: one service whichever it is.
     static func openStore(_ database: ServerConfig.Database,
                           fanOutPart: Int = ServerConfig.WorkerConfig().fanOutPart) throws -> any DeliveryStore {
-        switch database {
-        case .sqlite(let path, let durability): try SQLiteStore(path: path, durability: durability, fanOutPart: fanOutPart)
-        case .postgres(let configuration): PostgresStore(configuration)
-        }
+        try database.open(fanOutPart: fanOutPart)
     }
 
     static func closeStore(_ store: any DeliveryStore) async {
-        // SQLite closes its file when the store is released.
-        if let postgres = store as? PostgresStore { await postgres.close() }
+        await store.close()
     }
 
     static func fail(_ message: String) -> Int32 {

@@ -63,17 +63,6 @@ final class WorkerWakeup: Sendable {
     }
 }
 
-/// An outbox other instances enqueue into, that says when they did: PostgreSQL's
-/// LISTEN/NOTIFY (`PostgresStore.waitForWork`). On SQLite this process is the only
-/// writer, and its own enqueues wake its workers directly.
-protocol SharedOutbox: Sendable {
-    /// True when an enqueue (by any instance) may have added work; false after
-    /// `timeout` or on cancellation.
-    func waitForWork(timeout: Duration) async -> Bool
-}
-
-extension PostgresStore: SharedOutbox {}
-
 extension WorkerWakeup {
     /// Passes every wake of `outbox` on to the idle workers, until cancelled, so that
     /// work another instance enqueued is claimed at once rather than at the next poll

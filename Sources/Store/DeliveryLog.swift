@@ -48,7 +48,7 @@ extension SQLiteStore {
 
 extension DeliveryView {
     /// Everything but the payload, which the log does not show. A delivery's answer
-    /// is its `results` row when it has one (see `Migrations.v8`).
+    /// is its `results` row when it has one (see `Schema`).
     static let columns = """
         d.notification_id, d.user_id, d.token, d.environment, coalesce(r.state, d.state) AS state, d.apns_id,
         coalesce(r.status, d.status) AS status, coalesce(r.reason, d.reason) AS reason,

@@ -10,6 +10,13 @@ public protocol DeliveryStore: Sendable {
     /// instances start at once).
     func migrate() async throws(StoreError)
 
+    /// Ends the store's connections; calls made after it fail.
+    func close() async
+
+    /// Where other instances share this store's outbox: how to hear of their
+    /// enqueues (see `SharedOutbox`). Nil where this process is the only writer.
+    var sharedOutbox: (any SharedOutbox)? { get }
+
     // MARK: Device registry
 
     /// Upserts each by (app type, token), all in one transaction: a re-registered

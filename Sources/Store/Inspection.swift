@@ -10,6 +10,13 @@ extension SQLiteStore {
         try await read("inspect") { db in try Int64.fetchOne(db, sql: sql) }
     }
 
+    /// The rows of one statement, each column as text (NULL as nil).
+    func texts(_ sql: String) async throws(StoreError) -> [[String?]] {
+        try await read("inspect") { db in
+            try Row.fetchAll(db, sql: sql).map { row in (0..<row.count).map { row[$0] as String? } }
+        }
+    }
+
     /// The same, on the writer connection (the one whose settings decide durability).
     func writerScalar(_ sql: String) async throws(StoreError) -> Int64? {
         try await write("inspect") { db in try Int64.fetchOne(db, sql: sql) }

@@ -215,6 +215,26 @@ extension SQLiteStore {
         }
     }
 
+    /// Pending again from `availableAt`, the attempt counted, the apns-ids kept: for
+    /// the rows this worker still holds only (as PostgreSQL's, one transaction).
+    public func release(worker: String, deliveryIDs: [Int64], availableAt: Int64,
+                        now: Int64) async throws(StoreError) {
+        guard !deliveryIDs.isEmpty else { return }
+        try await write("release deliveries") { db in
+            let ids = jsonArray(deliveryIDs)
+            // Counted first, while `claimed_by` still proves this worker holds them.
+            try db.execute(sql: """
+                UPDATE deliveries SET attempts = attempts + 1
+                WHERE id IN (SELECT delivery_id FROM outbox
+                             WHERE claimed_by = ? AND delivery_id IN (SELECT value FROM json_each(?)))
+                """, arguments: [worker, ids])
+            try db.execute(sql: """
+                UPDATE outbox SET lease_until = NULL, claimed_by = NULL, available_at = ?
+                WHERE claimed_by = ? AND delivery_id IN (SELECT value FROM json_each(?))
+                """, arguments: [availableAt, worker, ids])
+        }
+    }
+
     public func claim(worker: String, limit: Int, leaseMillis: Int64,
                       now: Int64) async throws(StoreError) -> [ClaimedDelivery] {
         guard limit > 0 else { return [] }

@@ -1,6 +1,9 @@
 import Foundation
 import GRDB
 import GRDBSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The store on one SQLite file: one apns-server process (or a few on one machine).
 ///
@@ -111,7 +114,7 @@ public final class SQLiteStore: DeliveryStore {
         try makeFolders(URL(fileURLWithPath: path).deletingLastPathComponent().path, for: path)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw StoreError("cannot open \(path): \(errnoLine())") }
-        close(fd)
+        closeFile(fd)
         for file in [path, path + "-wal", path + "-shm"] {
             var info = stat()
             guard stat(file, &info) == 0, info.st_mode & 0o077 != 0 else { continue }
@@ -281,4 +284,9 @@ extension Database {
 func placeholders(rows: Int, columns: Int) -> String {
     let row = "(" + Array(repeating: "?", count: columns).joined(separator: ", ") + ")"
     return Array(repeating: row, count: rows).joined(separator: ", ")
+}
+
+/// The C library's `close` (the store's own `close()` hides the name inside it).
+private func closeFile(_ fd: Int32) {
+    _ = close(fd)
 }

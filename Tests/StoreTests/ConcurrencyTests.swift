@@ -84,15 +84,6 @@ import TestSupport
         }
     }
 
-    @Test func aDatabaseFromANewerProgramIsRefused() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try await makeStore(scratch)
-        try await store.execute("PRAGMA user_version = 99")
-        let error = await #expect(throws: StoreError.self) { try await store.migrate() }
-        #expect(error?.description == "the database is at schema version 99, newer than this program's \(Migrations.steps.count)")
-    }
-
     @Test func aWriterThatWaitsPastTheBusyTimeoutSaysTheDatabaseIsLocked() async throws {
         let scratch = Scratch()
         defer { withExtendedLifetime(scratch) {} }

@@ -105,7 +105,7 @@ import TestSupport
         let scratch = Scratch()
         defer { withExtendedLifetime(scratch) {} }
         let store = try SQLiteStore(path: scratch.path("old.db"))
-        try await store.execute(Migrations.v1 + ";" + Migrations.v2 + "; PRAGMA user_version = 2")
+        try await store.execute(Schema.v1.sqlite + ";" + Schema.v2.sqlite + "; PRAGMA user_version = 2")
         try await store.execute("""
             INSERT INTO notifications VALUES ('n', 'order_created', 'order', 'o1', 'staff', 1);
             INSERT INTO payloads (id, notification_id, bytes) VALUES (7, 'n', x'7b7d');
@@ -129,10 +129,10 @@ import TestSupport
         #expect(claimed.first?.delivery.payload == Array("{}".utf8))
         #expect(try await store.scalar("SELECT count(*) FROM pragma_foreign_key_check") == 0)
 
-        // An answer from before v8 lives in its log row, one from after in `results`:
-        // the log reads both alike.
+        // An answer from before v8, written in its log row, moved to `results` (v12),
+        // where a finish now writes: the log reads both alike.
         #expect(try await store.finish(worker: "w", [delivered(2, status: 410, at: 6, attempts: 1)], now: 7) == 0)
-        #expect(try await store.scalar("SELECT count(*) FROM results") == 1)
+        #expect(try await store.scalar("SELECT count(*) FROM results") == 2)
         let log = try #require(try await store.notification(id: "n"))
         #expect(log.counts == ["delivered": 1, "failed": 1])
         #expect(log.deliveries.map(\.state) == ["delivered", "failed"])

@@ -9,6 +9,8 @@ protocol TestStore: DeliveryStore {
     func scalar(_ sql: String) async throws(StoreError) -> Int64?
     /// Statements run as they are (SQL both stores take alike, or per store).
     func execute(_ sql: String) async throws(StoreError)
+    /// The rows of one statement, each column as text (NULL as nil).
+    func texts(_ sql: String) async throws(StoreError) -> [[String?]]
 }
 
 extension SQLiteStore: TestStore {}

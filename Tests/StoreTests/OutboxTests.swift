@@ -182,8 +182,9 @@ import TestSupport
 
     /// A device's fan-out facts changing counts once; a re-registration that changes
     /// none of them counts nothing (it would only cost a later part its fast path).
-    @Test func deviceChangesCountWhatAFanOutRead() async throws {
-        try await withStore(.sqlite) { store in
+    @Test(arguments: StoreKind.allCases)
+    func deviceChangesCountWhatAFanOutRead(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
             let count = { try await store.scalar("SELECT generation FROM device_changes") }
             #expect(try await count() == 0)
             _ = try await register(store, "u1", 1, company: "c")
@@ -363,6 +364,85 @@ import TestSupport
             #expect(try await store.outboxDepth() == 2)
         }
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func aLargeFanOutStoresEachDistinctPayloadOnce(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            // 2,500 deliveries (three multi-row statements), two badge values.
+            let deliveries = (0..<2_500).map { i in
+                NewDelivery(userID: "u\(i)", deviceID: Int64(i), token: token(i), environment: "production",
+                            apnsID: "big-\(i)", payload: Array(#"{"aps":{"badge":\#(i % 2)}}"#.utf8),
+                            priority: i % 3 == 0 ? nil : 10, collapseID: i % 5 == 0 ? "c" : nil)
+            }
+            try await store.enqueue(NewNotification(id: "big", type: "t", entityType: nil, entityID: nil, appType: "staff"),
+                                    deliveries, now: 1)
+            #expect(try await store.scalar("SELECT count(*) FROM payloads") == 2)
+            #expect(try await store.outboxDepth() == 2_500)
+            var claimed: [ClaimedDelivery] = []
+            while true {
+                let batch = try await store.claim(worker: "w", limit: 1_000, leaseMillis: 60_000, now: 2)
+                if batch.isEmpty { break }
+                claimed += batch
+            }
+            #expect(claimed.map(\.delivery) == deliveries)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aClaimSaysWhetherTheDeviceIsStillWhatItWasAtEnqueue(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let kept = try await register(store, "u1", 1)
+            let loggedOut = try await register(store, "u1", 2)
+            let moved = try await register(store, "u1", 3)
+            try await enqueue(store, "n", [("u1", kept), ("u1", loggedOut), ("u1", moved), ("u1", 999_999)])
+            _ = try await store.unregister(userID: "u1", token: token(2), now: 2)
+            try await store.register(registration("u9", 3), now: 2)
+
+            let claimed = try await store.claim(worker: "w", limit: 10, leaseMillis: 1_000, now: 3)
+            #expect(claimed.map(\.deviceActive) == [true, false, false, false])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func releaseGivesHeldDeliveriesBackFromALaterTimeWithTheAttemptCounted(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            try await enqueueMany(store, "n", count: 2)
+            let claimed = try await store.claim(worker: "w1", limit: 2, leaseMillis: 60_000, now: 10)
+            try await store.release(worker: "w1", deliveryIDs: claimed.map(\.id), availableAt: 500, now: 20)
+            #expect(try await store.claim(worker: "w2", limit: 10, leaseMillis: 60_000, now: 499).isEmpty)
+            let again = try await store.claim(worker: "w2", limit: 10, leaseMillis: 60_000, now: 500)
+            #expect(again.map(\.delivery.apnsID) == claimed.map(\.delivery.apnsID))
+            #expect(again.map(\.attempts) == [1, 1])
+        }
+    }
+
+    /// One meaning on both engines: a delivery is in the outbox exactly while it is
+    /// to be sent (pending, with no answer); an answer from APNs is its `results`
+    /// row, and `deliveries.state` keeps what the store decided (pending, batched).
+    @Test(arguments: StoreKind.allCases)
+    func aDeliveryIsUnfinishedExactlyWhileItIsInTheOutbox(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            let unfinished = """
+                SELECT count(*) FROM deliveries d
+                WHERE d.state = 'pending' AND NOT EXISTS (SELECT 1 FROM results r WHERE r.delivery_id = d.id)
+                """
+            try await enqueueMany(store, "n", count: 6)
+            #expect(try await store.scalar(unfinished) == 6)
+            #expect(try await store.scalar("SELECT count(*) FROM outbox") == 6)
+            let claimed = try await store.claim(worker: "w", limit: 6, leaseMillis: 60_000, now: 2)
+            #expect(try await store.finish(worker: "w", [delivered(claimed[0].id), delivered(claimed[1].id, status: 410)],
+                                           now: 3) == 0)
+            try await store.retry(worker: "w", deliveryID: claimed[2].id, environment: "sandbox", now: 3)
+            try await store.unclaim(worker: "w", deliveryIDs: [claimed[3].id])
+            #expect(try await store.scalar(unfinished) == 4)
+            #expect(try await store.scalar("SELECT count(*) FROM outbox") == 4)
+            #expect(try await store.scalar("SELECT count(*) FROM results") == 2)
+            #expect(try await store.scalar("SELECT count(*) FROM deliveries WHERE state <> 'pending'") == 0,
+                    "an answer is not written over the log row")
+            #expect(try await store.notification(id: "n")?.counts == ["delivered": 1, "failed": 1, "pending": 4])
+        }
+    }
+
 }
 
 /// The parts a fan-out handed over, in order.

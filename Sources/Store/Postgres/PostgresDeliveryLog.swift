@@ -15,7 +15,8 @@ extension PostgresStore {
             else { return nil }
             var counts: [String: Int] = [:]
             for r in try await db.rows("""
-                SELECT state, count(*) FROM deliveries WHERE notification_id = \(id) GROUP BY state
+                SELECT coalesce(r.state, d.state), count(*) FROM deliveries d LEFT JOIN results r ON r.delivery_id = d.id
+                WHERE d.notification_id = \(id) GROUP BY 1
                 """) {
                 counts[try r.get(0, String.self)] = try r.get(1, Int.self)
             }
@@ -55,15 +56,10 @@ extension PostgresStore {
 }
 
 extension DeliveryView {
-    /// Everything but the payload, which the log does not show; a member names its
-    /// carrier by apns-id (`postgresTables` joins it).
-    static let postgresColumns = """
-        d.notification_id, d.user_id, d.token, d.environment, d.state, d.apns_id, d.status, d.reason,
-        d.apns_timestamp, d.attempts, d.finished_at, d.not_before, d.batched, c.apns_id
-        """
-
-    /// A member's carrier, by id. (PostgreSQL's log keeps each answer in its row.)
-    static let postgresTables = "deliveries d LEFT JOIN deliveries c ON c.id = d.carried_by"
+    /// The same columns and tables as SQLite's (`DeliveryView.columns`), in the same
+    /// order: a delivery is its log row with its answer from `results`, if any.
+    static let postgresColumns = columns
+    static let postgresTables = tables
 
     /// `postgresColumns` from column `first` on.
     init(postgres row: PostgresRandomAccessRow, from first: Int = 0) throws {

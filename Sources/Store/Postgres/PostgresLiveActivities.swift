@@ -24,6 +24,7 @@ extension PostgresStore {
                     """)[0].get(0, String.self)
                 guard owner == r.userID else { throw RegistrationRefusal(.activityOfAnotherUser) }
             }
+            try await Self.forgetUse(db, appType: r.appType, token: r.token, unlessUser: r.userID, liveActivity: true)
             // A device token is not updated (no row comes back): refused.
             let device = try await db.rows("""
                 INSERT INTO devices (user_id, app_type, token, platform, environment, is_active,
@@ -33,7 +34,6 @@ extension PostgresStore {
                 ON CONFLICT (app_type, token) DO UPDATE SET
                     created_at = CASE WHEN devices.user_id = excluded.user_id THEN devices.created_at
                                       ELSE excluded.created_at END,
-                    last_used_at = CASE WHEN devices.user_id = excluded.user_id THEN devices.last_used_at END,
                     user_id = excluded.user_id,
                     company_id = NULL,
                     environment = excluded.environment,
@@ -125,7 +125,7 @@ extension PostgresStore {
 
     static let liveActivitySelectPostgres = """
         SELECT d.id, d.user_id, d.token, d.app_type, l.kind, l.activity_id, l.attributes_type, d.environment,
-               d.last_used_at, d.created_at
-        FROM devices d JOIN live_activity_tokens l ON l.device_id = d.id
+               u.last_used_at, d.created_at
+        FROM devices d JOIN live_activity_tokens l ON l.device_id = d.id LEFT JOIN device_use u ON u.device_id = d.id
         """
 }

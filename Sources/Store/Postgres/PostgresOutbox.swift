@@ -291,12 +291,17 @@ extension PostgresStore {
                     values.append("($\(first)::bigint, $\(first + 1)::text, $\(first + 2)::integer, "
                                   + "$\(first + 3)::text, $\(first + 4)::bigint, $\(first + 5)::integer)")
                 }
+                // The answer is appended to `results` (see `Schema`); the log row is
+                // not rewritten. An answer already there (a second finish) adds nothing.
                 for row in try await db.rows(PostgresQuery(unsafeSQL: """
-                    UPDATE deliveries SET state = f.state, status = f.status, reason = f.reason,
-                                          apns_timestamp = f.apns_timestamp, attempts = f.attempts, finished_at = $1
-                    FROM (VALUES \(values.joined(separator: ", "))) AS f (id, state, status, reason, apns_timestamp, attempts)
-                    WHERE deliveries.id = f.id AND deliveries.state = 'pending'
-                    RETURNING deliveries.id, deliveries.device_id
+                    WITH recorded AS (
+                        INSERT INTO results (delivery_id, state, status, reason, apns_timestamp, attempts, finished_at)
+                        SELECT f.id, f.state, f.status, f.reason, f.apns_timestamp, f.attempts, $1
+                        FROM (VALUES \(values.joined(separator: ", "))) AS f (id, state, status, reason, apns_timestamp, attempts)
+                        ON CONFLICT (delivery_id) DO NOTHING
+                        RETURNING delivery_id
+                    )
+                    SELECT d.id, d.device_id FROM recorded r JOIN deliveries d ON d.id = r.delivery_id
                     """, binds: binds)) {
                     deviceOf[try row.get(0, Int64.self)] = try row.get(1, Int64.self)
                 }
@@ -320,7 +325,12 @@ extension PostgresStore {
                 try await Self.apply(change, to: deviceID, now: now, db)
             }
             if !used.isEmpty {
-                try await db.run("UPDATE devices SET last_used_at = \(now) WHERE id = ANY(\(used))")
+                // Under the devices' locks taken above, so finishes never wait on each other here.
+                try await db.run("""
+                    INSERT INTO device_use (device_id, last_used_at)
+                    SELECT DISTINCT unnest(\(used)::bigint[]), \(now)::bigint
+                    ON CONFLICT (device_id) DO UPDATE SET last_used_at = excluded.last_used_at
+                    """)
             }
             return outcomes.count - deviceOf.count
         }

@@ -25,6 +25,8 @@ extension PostgresStore {
         // without deviceName should not erase the name), but only the same user's: a
         // phone that changed hands starts from what its new owner sent. A Live
         // Activity token is not updated (no row comes back): refused.
+        try await forgetUse(db, appType: device.appType, token: device.token, unlessUser: device.userID,
+                            liveActivity: false)
         let stored = try await db.rows("""
             INSERT INTO devices (user_id, company_id, app_type, token, platform, environment,
                                  device_name, os_version, app_version, is_active,
@@ -40,7 +42,6 @@ extension PostgresStore {
                 app_version = CASE WHEN devices.user_id = excluded.user_id
                                    THEN coalesce(excluded.app_version, devices.app_version) ELSE excluded.app_version END,
                 created_at = CASE WHEN devices.user_id = excluded.user_id THEN devices.created_at ELSE excluded.created_at END,
-                last_used_at = CASE WHEN devices.user_id = excluded.user_id THEN devices.last_used_at END,
                 user_id = excluded.user_id,
                 company_id = excluded.company_id,
                 platform = excluded.platform,
@@ -56,6 +57,17 @@ extension PostgresStore {
         guard !stored.isEmpty else { return .otherKind }
         try await retireOldest(db, keeping: maxActive, of: .device, userID: device.userID, appType: device.appType, now: now)
         return nil
+    }
+
+    /// A token about to change hands: when the old owner was last delivered to is
+    /// theirs, not the new owner's (as SQLite's `forgetUse`).
+    static func forgetUse(_ db: PostgresConnection, appType: String, token: String, unlessUser userID: String,
+                          liveActivity: Bool) async throws {
+        try await db.run("""
+            DELETE FROM device_use u USING devices d
+            WHERE u.device_id = d.id AND d.app_type = \(appType) AND d.token = \(token.lowercased())
+              AND d.user_id <> \(userID) AND (d.platform = 'liveactivity') = \(liveActivity)
+            """)
     }
 
     /// Deactivates a user's oldest active tokens of one kind and app beyond `maxActive`
@@ -101,9 +113,10 @@ extension PostgresStore {
 
     public func devices(userID: String) async throws(StoreError) -> [DeviceRow] {
         let found = try await rows("list devices", """
-            SELECT id, platform, app_type, device_name, os_version, app_version, last_used_at, created_at
-            FROM devices WHERE user_id = \(userID) AND is_active AND platform <> 'liveactivity'
-            ORDER BY registered_at DESC, id DESC
+            SELECT d.id, d.platform, d.app_type, d.device_name, d.os_version, d.app_version, u.last_used_at, d.created_at
+            FROM devices d LEFT JOIN device_use u ON u.device_id = d.id
+            WHERE d.user_id = \(userID) AND d.is_active AND d.platform <> 'liveactivity'
+            ORDER BY d.registered_at DESC, d.id DESC
             """)
         do {
             return try found.map { row in

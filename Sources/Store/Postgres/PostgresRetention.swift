@@ -14,7 +14,9 @@ extension PostgresStore {
             let ids = try await db.rows("""
                 SELECT n.id FROM notifications n
                 WHERE n.created_at < \(cutoff)
-                  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.notification_id = n.id AND d.state = 'pending')
+                  AND NOT EXISTS (SELECT 1 FROM deliveries d
+                                  WHERE d.notification_id = n.id AND d.state = 'pending'
+                                    AND NOT EXISTS (SELECT 1 FROM results r WHERE r.delivery_id = d.id))
                 ORDER BY n.created_at LIMIT \(limit)
                 FOR UPDATE OF n SKIP LOCKED
                 """).map { try $0.get(0, String.self) }
@@ -28,6 +30,9 @@ extension PostgresStore {
                     """)
                 try await db.run("""
                     DELETE FROM holds WHERE delivery_id IN (SELECT id FROM deliveries WHERE notification_id = ANY(\(ids)))
+                    """)
+                try await db.run("""
+                    DELETE FROM results WHERE delivery_id IN (SELECT id FROM deliveries WHERE notification_id = ANY(\(ids)))
                     """)
                 result.deliveries = try await db.rows("""
                     WITH gone AS (DELETE FROM deliveries WHERE notification_id = ANY(\(ids)) RETURNING 1)
@@ -54,7 +59,7 @@ extension PostgresStore {
 
 extension PostgresStore {
     /// As SQLite's `pruneDevices`: up to `limit` tokens deactivated before `cutoff`
-    /// go, with their Live Activity kind and open windows; an activity whose last
+    /// go, with their Live Activity kind, last use and open windows; an activity whose last
     /// token went loses its owner. Instances pruning at once take different rows.
     public func pruneDevices(inactiveBefore cutoff: Int64, limit: Int) async throws(StoreError) -> Int {
         try await transaction("prune inactive devices") { db in
@@ -69,6 +74,7 @@ extension PostgresStore {
                 WHERE l.device_id = ANY(\(ids)) AND l.activity_id IS NOT NULL
                 """).map { (try $0.get(0, String.self), try $0.get(1, String.self)) }
             try await db.run("DELETE FROM live_activity_tokens WHERE device_id = ANY(\(ids))")
+            try await db.run("DELETE FROM device_use WHERE device_id = ANY(\(ids))")
             try await db.run("DELETE FROM holds WHERE device_id = ANY(\(ids))")
             let pruned = try await db.rows("""
                 WITH gone AS (DELETE FROM devices WHERE id = ANY(\(ids)) RETURNING 1) SELECT count(*) FROM gone
