@@ -92,7 +92,20 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .executableTarget(name: "apns-server", dependencies: ["Service"]),
+        .executableTarget(name: "apns-server", dependencies: [
+            "Service",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+        ]),
+        // Tests only, never a product: apns-server on a clock the test moves (a file it writes).
+        .executableTarget(name: "apns-server-testclock", dependencies: [
+            "Service",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+        ], path: "Tests/TestServer"),
         .executableTarget(
             name: "apns-send",
             dependencies: ["APNs", .product(name: "ArgumentParser", package: "swift-argument-parser")]

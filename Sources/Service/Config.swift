@@ -33,11 +33,6 @@ public struct ServerConfig: Sendable {
     /// A connection that sends nothing for this long is closed (slow clients).
     public var idleTimeoutSeconds: Int
     public var logLevel: String
-    /// Tests only: "now" is the Unix milliseconds in this file (see `Clock`). Refused
-    /// unless the environment also has `APNS_SERVER_TEST_CLOCK=1`, so that a
-    /// production config cannot set it by mistake.
-    public var testClockFile: String?
-    public static let testClockVariable = "APNS_SERVER_TEST_CLOCK"
 
     // Connections, shutdown and /metrics (see `ConnectionGuard`, `ShutdownGrace`, `OpsRoutes`).
     /// A request, head and body, must arrive within this long of its first byte,
@@ -316,17 +311,6 @@ extension ServerConfig {
             }
             try j.rejectUnknown()
         }
-        var testClockFile: String?
-        if let clock = try reader.string("test_clock_file", required: false) {
-            guard environment[testClockVariable] == "1" else {
-                throw ConfigError("config: test_clock_file is for tests only: it is refused unless \(testClockVariable)=1 is in the environment")
-            }
-            let path = resolve(clock, against: base)
-            guard FileManager.default.isReadableFile(atPath: path) else {
-                throw ConfigError("config: test_clock_file: cannot read \(path)")
-            }
-            testClockFile = path
-        }
         let requestTimeout = try reader.int("request_timeout_seconds", default: 30, range: 1...3600)
         let perAddress = try reader.int("max_connections_per_address", default: 64, range: 1...1_000_000)
         let maxConnections = try reader.int("max_connections", default: 4096, range: 1...1_000_000)
@@ -342,7 +326,7 @@ extension ServerConfig {
 
         var config = ServerConfig(listenHost: host, listenPort: port, database: parsedDatabase, apiKeys: apiKeys,
                                   userJWTSecret: secret, apps: apps, worker: worker, maxBodyBytes: maxBody,
-                                  idleTimeoutSeconds: idle, logLevel: logLevel, testClockFile: testClockFile)
+                                  idleTimeoutSeconds: idle, logLevel: logLevel)
         config.retention = retention
         config.maxTokensPerUser = maxTokensPerUser
         config.userJWTClaims = claims
