@@ -135,7 +135,10 @@ let package = Package(
         .testTarget(name: "SendToolTests", dependencies: ["apns-send", "APNs", "TestSupport"]),
         .testTarget(name: "BenchTests", dependencies: ["TestSupport"]),
         // apns-server as a subprocess: real HTTP, real mock over TLS, a real SQLite file.
-        .testTarget(name: "ServerTests", dependencies: ["APNsMock", "Service", "Store", "TestSupport"]),
+        .testTarget(name: "ServerTests", dependencies: [
+            "APNsMock", "Service", "Store", "TestSupport",
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
+        ]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "TestSupport"]),
     ]
 )
