@@ -36,6 +36,9 @@ import TestSupport
             ("missing api keys", [("api_keys_file: api-keys", "api_keys_file: missing-keys")], "api_keys_file: cannot read"),
             ("http endpoint", [("sandbox_endpoint: https://", "sandbox_endpoint: http://")], "TLS is always on"),
             ("lease", [("lease_seconds: 30", "lease_seconds: zero")], "worker.lease_seconds must be an integer"),
+            ("unreachable database", [("database: sqlite:var/apns.db",
+                                       "database: postgres://apns:s3cret@127.0.0.1:\(freePort())/apns?sslmode=disable")],
+             "migrate: cannot reach PostgreSQL at 127.0.0.1:"),
         ]
         for (name, replace, expected) in cases {
             let path = try Self.config(server, replace)
@@ -61,6 +64,9 @@ import TestSupport
         _ = server.scratch.file("short.secret", "tiny-secret")
         let short = await Self.run(["--config", server.configPath], environment: ["APNS_SERVER_USER_JWT_SECRET_FILE": server.scratch.path("short.secret")])
         #expect(short.status == 2 && short.stderr.contains("shorter than 32 bytes") && !short.stderr.contains("tiny-secret"))
+        let shortChecked = await Self.run(["--check-config", "--config", server.configPath],
+                                          environment: ["APNS_SERVER_USER_JWT_SECRET_FILE": server.scratch.path("short.secret")])
+        #expect(shortChecked.status == 2 && shortChecked.stderr == short.stderr, "\(shortChecked.stderr)")
     }
 
     /// Quiet hours, batching and a test clock: a bad value stops the start with one line.
@@ -109,6 +115,20 @@ import TestSupport
         #expect(version.status == 0 && version.stdout == apnsServerVersion + "\n", "\(version.stdout) \(version.stderr)")
         let unknown = await Self.run(["--config", server.configPath, "--frobnicate"])
         #expect(unknown.status == 2 && unknown.stderr.hasPrefix("apns-server: "), "\(unknown.stderr)")
+    }
+
+    /// The shipped example, with the files it names beside it (as `make demo-server`
+    /// writes them), passes `--check-config`.
+    @Test func theExampleConfigPassesCheckConfig() async throws {
+        let scratch = Scratch()
+        let example = try String(contentsOfFile: Package.fixture("examples/server/apns-server.yaml"), encoding: .utf8)
+        let path = scratch.file("apns-server.yaml", example)
+        chmod(scratch.file("api-keys", Harness.apiKey + "\n"), 0o600)
+        chmod(scratch.file("user-jwt.secret", Harness.jwtSecret + "\n"), 0o600)
+        let key = try String(contentsOfFile: Harness.pki.keyPath, encoding: .utf8)
+        chmod(scratch.file("AuthKey_ABC123DEFG.p8", key), 0o600)
+        let r = await Self.run(["--check-config", "--config", path])
+        #expect(r.status == 0 && r.stdout.hasPrefix("apns-server: config OK"), "\(r.stdout) \(r.stderr)")
     }
 
     @Test func environmentOverridesListenAndDatabase() async throws {
