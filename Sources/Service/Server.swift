@@ -51,9 +51,11 @@ public enum APNsServer {
     }
 
     /// What a start would refuse, found without serving: the database opened (and,
-    /// PostgreSQL, connected to; nothing migrated, nothing written), the APNs keys
-    /// loaded. 0, or 2 after the line a start would print.
+    /// PostgreSQL, connected to), the APNs keys loaded. Nothing is migrated; a new
+    /// SQLite file is created empty, as a start would. 0, or 2 after the line a
+    /// start would print.
     public static func check(config: ServerConfig, logger: Logger) async -> Int32 {
+        for warning in config.warnings { logger.warning("\(warning)") }
         let store: any DeliveryStore
         do {
             store = try openStore(config.database, fanOutPart: config.worker.fanOutPart)
@@ -83,15 +85,13 @@ public enum APNsServer {
         }
         for client in clients.all { await client.shutdown() }
         if let refused { return fail(refused) }
-        for warning in config.warnings { logger.warning("\(warning)") }
         print("apns-server: config OK (\(config.apps.count) apps, database \(config.database))")
         return 0
     }
 
     static func makeRouter(config: ServerConfig, store: any DeliveryStore, clock: any ServiceClock,
-                           metrics: ServiceMetrics,
-                           wakeup: WorkerWakeup, handoff: Handoff? = nil, broadcasts: Broadcasts,
-                           broadcastWakeup: WorkerWakeup) -> Router<ServiceContext> {
+                           metrics: ServiceMetrics, wakeup: WorkerWakeup, handoff: Handoff? = nil,
+                           broadcasts: Broadcasts, broadcastWakeup: WorkerWakeup) -> Router<ServiceContext> {
         let router = Router(context: ServiceContext.self)
         router.add(middleware: ErrorMiddleware())
         let auth = Auth(apiKeys: config.apiKeys, jwtSecret: config.userJWTSecret, jwtClaims: config.userJWTClaims, clock: clock)
