@@ -92,7 +92,20 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .executableTarget(name: "apns-server", dependencies: ["Service"]),
+        .executableTarget(name: "apns-server", dependencies: [
+            "Service",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+        ]),
+        // Tests only, never a product: apns-server on a clock the test moves (a file it writes).
+        .executableTarget(name: "apns-server-testclock", dependencies: [
+            "Service",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+        ], path: "Tests/TestServer"),
         .executableTarget(
             name: "apns-send",
             dependencies: ["APNs", .product(name: "ArgumentParser", package: "swift-argument-parser")]
@@ -122,7 +135,10 @@ let package = Package(
         .testTarget(name: "SendToolTests", dependencies: ["apns-send", "APNs", "TestSupport"]),
         .testTarget(name: "BenchTests", dependencies: ["TestSupport"]),
         // apns-server as a subprocess: real HTTP, real mock over TLS, a real SQLite file.
-        .testTarget(name: "ServerTests", dependencies: ["APNsMock", "Service", "Store", "TestSupport"]),
+        .testTarget(name: "ServerTests", dependencies: [
+            "APNsMock", "Service", "Store", "TestSupport",
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
+        ]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "TestSupport"]),
     ]
 )

@@ -7,11 +7,15 @@ import Hummingbird
 struct Auth: Sendable {
     let apiKeyDigests: [[UInt8]]
     let jwt: UserJWTVerifier
+    /// A JWT's `exp` and `nbf` are checked against this clock's time.
+    let clock: any ServiceClock
     /// Random per process: keys are compared as HMACs under it, so the comparison
     /// costs the same whatever a guess's length or its first wrong byte.
     private let comparisonKey: [UInt8]
 
-    init(apiKeys: [[UInt8]], jwtSecret: [UInt8], jwtClaims: UserJWTVerifier.Expected = .init()) {
+    init(apiKeys: [[UInt8]], jwtSecret: [UInt8], jwtClaims: UserJWTVerifier.Expected = .init(),
+         clock: any ServiceClock) {
+        self.clock = clock
         var key = [UInt8](repeating: 0, count: 32)
         for i in key.indices { key[i] = UInt8.random(in: 0...255) }
         comparisonKey = key
@@ -84,7 +88,7 @@ struct UserJWTVerifier: Sendable {
         case audience, issuer
     }
 
-    func verify(_ token: String, now: Int64 = Clock.nowSeconds) -> Result<UserIdentity, Failure> {
+    func verify(_ token: String, now: Int64) -> Result<UserIdentity, Failure> {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         // The claims are read by the same strict parser as request bodies: a key given
         // twice, or U+0000 in a string (a `sub` of "alice\u0000x" stored as "alice"),
@@ -207,7 +211,7 @@ struct UserAuthMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context,
                 next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let token = Auth.bearer(request) else { throw APIError.unauthorized("missing bearer token") }
-        switch auth.jwt.verify(token) {
+        switch auth.jwt.verify(token, now: auth.clock.nowSeconds) {
         case .success(let identity):
             var context = context
             context.user = identity

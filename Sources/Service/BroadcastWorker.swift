@@ -17,6 +17,7 @@ import Synchronization
 final class BroadcastWorker: Service, Sendable {
     let config: ServerConfig
     let store: any DeliveryStore
+    let clock: any ServiceClock
     let broadcasts: Broadcasts
     let wakeup: WorkerWakeup
     let logger: Logger
@@ -25,9 +26,10 @@ final class BroadcastWorker: Service, Sendable {
     /// Broadcasts claimed per round.
     static let batch = 16
 
-    init(config: ServerConfig, store: any DeliveryStore, broadcasts: Broadcasts, wakeup: WorkerWakeup, logger: Logger) {
+    init(config: ServerConfig, store: any DeliveryStore, clock: any ServiceClock, broadcasts: Broadcasts, wakeup: WorkerWakeup, logger: Logger) {
         self.config = config
         self.store = store
+        self.clock = clock
         self.broadcasts = broadcasts
         self.wakeup = wakeup
         self.logger = logger
@@ -41,7 +43,7 @@ final class BroadcastWorker: Service, Sendable {
                 let claimed: [ClaimedBroadcast]
                 do {
                     claimed = try await store.claimBroadcasts(worker: worker, limit: Self.batch, leaseMillis: leaseMillis,
-                                                              now: Clock.nowMillis)
+                                                              now: clock.nowMillis)
                 } catch {
                     logger.error("broadcast claim failed", metadata: ["error": "\(error)"])
                     await wakeup.wait(timeout: .seconds(1))
@@ -60,7 +62,7 @@ final class BroadcastWorker: Service, Sendable {
                         if Task.isCancelled { break }
                         do {
                             try await store.renewBroadcasts(worker: worker, ids: ids, leaseMillis: leaseMillis,
-                                                            now: Clock.nowMillis)
+                                                            now: clock.nowMillis)
                         } catch {
                             logger.warning("broadcast lease renewal failed", metadata: ["error": "\(error)"])
                         }
@@ -81,7 +83,7 @@ final class BroadcastWorker: Service, Sendable {
     private func send(_ claimed: ClaimedBroadcast) async {
         let b = claimed.broadcast
         let attempts = claimed.attempts + 1
-        let now = { Clock.nowMillis }
+        let now = { [clock] in clock.nowMillis }
         guard let client = broadcasts.client(appType: b.channel.key.appType, environment: b.channel.key.environment) else {
             await finish(BroadcastOutcome(id: b.id, delivered: false, status: 0, reason: "UnknownApp", requestID: nil,
                                           uniqueID: nil, attempts: attempts))
@@ -122,7 +124,7 @@ final class BroadcastWorker: Service, Sendable {
 
     private func finish(_ outcome: BroadcastOutcome) async {
         do {
-            if try await !store.finishBroadcast(worker: worker, outcome, now: Clock.nowMillis) {
+            if try await !store.finishBroadcast(worker: worker, outcome, now: clock.nowMillis) {
                 logger.warning("a broadcast's outcome came after its lease went to another worker",
                                metadata: ["broadcast": "\(outcome.id)"])
             }

@@ -19,6 +19,11 @@ struct APIError: Error, Sendable {
     }
 }
 
+/// It renders itself wherever it is thrown, in the seed's shape.
+extension APIError: HTTPResponseError {
+    func response(from request: Request, context: some RequestContext) throws -> Response { response }
+}
+
 /// Every error becomes the seed's error shape, Hummingbird's own ones too (an
 /// unknown route is a 404 with `{"success":false,…}`, not a bare status), and an
 /// unexpected one is a 500 that says nothing of its cause to the caller.

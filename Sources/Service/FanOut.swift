@@ -10,6 +10,7 @@ import Store
 struct FanOut: Sendable {
     let config: ServerConfig
     let store: any DeliveryStore
+    let clock: any ServiceClock
     let metrics: ServiceMetrics
     /// This process's worker loops, given the fresh deliveries directly (see `Handoff`).
     var handoff: Handoff? = nil
@@ -218,7 +219,7 @@ struct FanOut: Sendable {
     /// holds each delivery in its device's window for (type, entity) instead, to go
     /// once when the window closes (or when quiet hours end, if later).
     func run(_ request: Request) async throws -> Result {
-        let now = Clock.nowMillis
+        let now = clock.nowMillis
         let notification = NewNotification(id: UUID().uuidString.lowercased(), type: request.type,
                                            entityType: request.entityType, entityID: request.entityID,
                                            appType: request.app.appType)
@@ -400,7 +401,7 @@ struct APNsIDs {
     private var counter: UInt64 = 0
     private let now: () -> UInt64
 
-    init(now: @escaping () -> UInt64 = { UInt64(max(0, Clock.realMillis)) }) {
+    init(now: @escaping () -> UInt64 = { UInt64(max(0, SystemClock().nowMillis)) }) {
         self.now = now
     }
 

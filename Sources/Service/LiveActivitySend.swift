@@ -14,6 +14,7 @@ import Store
 struct LiveActivitySend: Sendable {
     let config: ServerConfig
     let store: any DeliveryStore
+    let clock: any ServiceClock
 
     struct Request: Sendable {
         var app: AppConfig
@@ -49,7 +50,7 @@ struct LiveActivitySend: Sendable {
         case (_, nil, let activity?): target = .activity(activity)
         }
 
-        let timestamp = try Self.seconds(body, "timestamp") ?? Clock.nowSeconds
+        let timestamp = try Self.seconds(body, "timestamp") ?? clock.nowSeconds
         let contentState = try Self.object(body, "content_state")
         let staleDate = try Self.seconds(body, "stale_date")
         let dismissalDate = try Self.seconds(body, "dismissal_date")
@@ -110,7 +111,7 @@ struct LiveActivitySend: Sendable {
     /// Committed before it returns: the 202 may go.
     func run(_ request: Request) async throws -> Result {
         let tokens = try await store.liveActivityTokens(appType: request.app.appType, request.target)
-        let now = Clock.nowMillis
+        let now = clock.nowMillis
         let deliveries = tokens.map { t in
             NewDelivery(userID: t.userID, deviceID: t.id, token: t.token, environment: t.environment,
                         apnsID: UUID().uuidString.lowercased(), payload: request.payload, pushType: "liveactivity",

@@ -13,15 +13,17 @@ import Store
 final class LogPruner: Service, Sendable {
     let config: ServerConfig
     let store: any DeliveryStore
+    let clock: any ServiceClock
     let metrics: ServiceMetrics
     let logger: Logger
 
     /// Notifications (and broadcasts) per transaction.
     static let batch = 500
 
-    init(config: ServerConfig, store: any DeliveryStore, metrics: ServiceMetrics, logger: Logger) {
+    init(config: ServerConfig, store: any DeliveryStore, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger) {
         self.config = config
         self.store = store
+        self.clock = clock
         self.metrics = metrics
         self.logger = logger
     }
@@ -41,7 +43,7 @@ final class LogPruner: Service, Sendable {
     func pruneOnce() async -> PruneResult {
         await pruneDevices()
         guard config.retention.days > 0 else { return PruneResult() }
-        let cutoff = Clock.nowMillis - Int64(config.retention.days) * 86_400_000
+        let cutoff = clock.nowMillis - Int64(config.retention.days) * 86_400_000
         var total = PruneResult()
         while !Task.isCancelled {
             do {
@@ -67,7 +69,7 @@ final class LogPruner: Service, Sendable {
     @discardableResult
     func pruneDevices() async -> Int {
         guard config.retention.inactiveDeviceDays > 0 else { return 0 }
-        let cutoff = Clock.nowMillis - Int64(config.retention.inactiveDeviceDays) * 86_400_000
+        let cutoff = clock.nowMillis - Int64(config.retention.inactiveDeviceDays) * 86_400_000
         var total = 0
         while !Task.isCancelled {
             do {

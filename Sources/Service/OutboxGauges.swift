@@ -7,12 +7,14 @@ import Store
 /// (or by whom) `/metrics` is asked, the outbox is counted at one fixed rate.
 final class OutboxGauges: Service, Sendable {
     let store: any DeliveryStore
+    let clock: any ServiceClock
     let metrics: ServiceMetrics
     let interval: Duration
     let logger: Logger
 
-    init(config: ServerConfig, store: any DeliveryStore, metrics: ServiceMetrics, logger: Logger) {
+    init(config: ServerConfig, store: any DeliveryStore, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger) {
         self.store = store
+        self.clock = clock
         self.metrics = metrics
         interval = .milliseconds(config.metricsRefreshMillis)
         self.logger = logger
@@ -30,7 +32,7 @@ final class OutboxGauges: Service, Sendable {
     func refresh() async {
         do {
             metrics.outboxDepth.set(Int64(try await store.outboxDepth()))
-            metrics.outboxWaiting.set(Int64(try await store.outboxWaiting(now: Clock.nowMillis)))
+            metrics.outboxWaiting.set(Int64(try await store.outboxWaiting(now: clock.nowMillis)))
         } catch {
             logger.warning("outbox depth unavailable", metadata: ["error": "\(error)"])
         }

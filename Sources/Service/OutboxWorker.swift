@@ -18,6 +18,7 @@ import Synchronization
 final class OutboxWorker: Service, Sendable {
     let config: ServerConfig
     let store: any DeliveryStore
+    let clock: any ServiceClock
     let clients: APNsClients
     let metrics: ServiceMetrics
     let wakeup: WorkerWakeup
@@ -47,10 +48,11 @@ final class OutboxWorker: Service, Sendable {
     /// queued behind the writer's other work (a fan-out's part), one being collected.
     static let finishesAhead = 3
 
-    init(config: ServerConfig, store: any DeliveryStore, clients: APNsClients, metrics: ServiceMetrics,
+    init(config: ServerConfig, store: any DeliveryStore, clock: any ServiceClock, clients: APNsClients, metrics: ServiceMetrics,
          wakeup: WorkerWakeup, handoff: Handoff?, logger: Logger) {
         self.config = config
         self.store = store
+        self.clock = clock
         self.clients = clients
         self.metrics = metrics
         self.wakeup = wakeup
@@ -103,7 +105,7 @@ final class OutboxWorker: Service, Sendable {
                 let ids = held.dueForRenewal()
                 if ids.isEmpty { continue }
                 do {
-                    try await store.renew(worker: worker, deliveryIDs: ids, leaseMillis: leaseMillis, now: Clock.nowMillis)
+                    try await store.renew(worker: worker, deliveryIDs: ids, leaseMillis: leaseMillis, now: clock.nowMillis)
                 } catch {
                     held.renewalFailed(ids)
                     self.logger.warning("lease renewal failed", metadata: ["error": "\(error)"])
@@ -113,11 +115,11 @@ final class OutboxWorker: Service, Sendable {
         defer { renewal.cancel() }
 
         let (jobs, jobQueue) = AsyncStream.makeStream(of: OutcomeSink.Job.self)
-        let sink = OutcomeSink(worker: worker, metrics: metrics, held: held, config: config.worker, jobs: jobQueue,
+        let sink = OutcomeSink(worker: worker, clock: clock, metrics: metrics, held: held, config: config.worker, jobs: jobQueue,
                                shuttingDown: { [self] in isStopping })
-        let writer = Task { [store, logger, wakeup] in
+        let writer = Task { [store, clock, logger, wakeup] in
             for await job in jobs {
-                await job.perform(store: store, worker: worker, held: held, wakeup: wakeup, logger: logger)
+                await job.perform(store: store, clock: clock, worker: worker, held: held, wakeup: wakeup, logger: logger)
             }
         }
 
@@ -141,7 +143,7 @@ final class OutboxWorker: Service, Sendable {
                 } else {
                     do {
                         batch = try await store.claim(worker: worker, limit: batchSize, leaseMillis: leaseMillis,
-                                                      now: Clock.nowMillis)
+                                                      now: clock.nowMillis)
                     } catch {
                         logger.error("outbox claim failed", metadata: ["error": "\(error)"])
                         await wakeup.wait(timeout: .seconds(1))
@@ -167,13 +169,13 @@ final class OutboxWorker: Service, Sendable {
                     guard claimed.deviceActive else {
                         sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
                             deliveryID: claimed.id, delivered: false, status: 0, reason: "Inactive",
-                            timestamp: Clock.nowMillis, attempts: claimed.attempts)))
+                            timestamp: clock.nowMillis, attempts: claimed.attempts)))
                         continue
                     }
                     guard let app = config.app(claimed.appType), let client = clients.byApp[claimed.appType] else {
                         sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
                             deliveryID: claimed.id, delivered: false, status: 0, reason: "UnknownApp",
-                            timestamp: Clock.nowMillis, attempts: claimed.attempts + 1)))
+                            timestamp: clock.nowMillis, attempts: claimed.attempts + 1)))
                         continue
                     }
                     do {
@@ -186,7 +188,7 @@ final class OutboxWorker: Service, Sendable {
                         // Checked at enqueue time: only a config change (topic) can get here.
                         sink.add(claimed, type: type, Decision.final(DeliveryOutcome(
                             deliveryID: claimed.id, delivered: false, status: 0, reason: "InvalidMessage",
-                            timestamp: Clock.nowMillis, attempts: claimed.attempts + 1)))
+                            timestamp: clock.nowMillis, attempts: claimed.attempts + 1)))
                     }
                 }
                 for send in sends.values {
@@ -196,7 +198,7 @@ final class OutboxWorker: Service, Sendable {
                         for await r in send.client.send(send.messages) {
                             let claimed = send.claimed[r.context]
                             if r.result.attempts > 0 { self.metrics.latency.record(r.result.latency) }
-                            sink.add(claimed, type: send.types[r.context], Self.decide(r.result, claimed, now: Clock.nowMillis))
+                            sink.add(claimed, type: send.types[r.context], Self.decide(r.result, claimed, now: self.clock.nowMillis))
                         }
                     }
                 }
@@ -319,6 +321,7 @@ final class OutboxWorker: Service, Sendable {
 /// that a result costs no hop to another executor.
 final class OutcomeSink: Sendable {
     let worker: String
+    let clock: any ServiceClock
     let metrics: ServiceMetrics
     let held: HeldSet
     let config: ServerConfig.WorkerConfig
@@ -342,12 +345,12 @@ final class OutcomeSink: Sendable {
         case release(availableAt: Int64, [Int64])
         case retry(Int64, environment: String)
 
-        func perform(store: any DeliveryStore, worker: String, held: HeldSet, wakeup: WorkerWakeup,
+        func perform(store: any DeliveryStore, clock: any ServiceClock, worker: String, held: HeldSet, wakeup: WorkerWakeup,
                      logger: Logger) async {
             switch self {
             case .finish(let batch, let metrics):
                 do {
-                    let ignored = try await store.finish(worker: worker, batch.map(\.0), now: Clock.nowMillis)
+                    let ignored = try await store.finish(worker: worker, batch.map(\.0), now: clock.nowMillis)
                     if ignored > 0 {
                         logger.warning("outcomes for deliveries whose lease had expired were ignored",
                                        metadata: ["count": "\(ignored)"])
@@ -369,14 +372,14 @@ final class OutcomeSink: Sendable {
                 held.remove(batch.map(\.0.deliveryID))
             case .release(let availableAt, let ids):
                 do {
-                    try await store.release(worker: worker, deliveryIDs: ids, availableAt: availableAt, now: Clock.nowMillis)
+                    try await store.release(worker: worker, deliveryIDs: ids, availableAt: availableAt, now: clock.nowMillis)
                 } catch {
                     logger.error("outbox release failed", metadata: ["error": "\(error)"])
                 }
                 held.remove(ids)
             case .retry(let id, let environment):
                 do {
-                    try await store.retry(worker: worker, deliveryID: id, environment: environment, now: Clock.nowMillis)
+                    try await store.retry(worker: worker, deliveryID: id, environment: environment, now: clock.nowMillis)
                 } catch {
                     logger.error("outbox retry failed", metadata: ["error": "\(error)"])
                 }
@@ -393,9 +396,10 @@ final class OutcomeSink: Sendable {
         var reason: String?
     }
 
-    init(worker: String, metrics: ServiceMetrics, held: HeldSet, config: ServerConfig.WorkerConfig,
+    init(worker: String, clock: any ServiceClock, metrics: ServiceMetrics, held: HeldSet, config: ServerConfig.WorkerConfig,
          jobs: AsyncStream<Job>.Continuation, shuttingDown: @escaping @Sendable () -> Bool) {
         self.worker = worker
+        self.clock = clock
         self.metrics = metrics
         self.held = held
         self.config = config
@@ -407,7 +411,7 @@ final class OutcomeSink: Sendable {
     func claimed(_ count: Int) { state.withLock { $0.undecided += count } }
 
     func add(_ claimed: ClaimedDelivery, type: String, _ decision: OutboxWorker.Decision) {
-        let now = Clock.nowMillis
+        let now = clock.nowMillis
         // Decided outside the lock: the metric and the backoff's clock read.
         var release: (availableAt: Int64, id: Int64)?
         var outcome: (DeliveryOutcome, app: String, type: String)?

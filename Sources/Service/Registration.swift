@@ -34,8 +34,8 @@ enum Registration {
     /// of active tokens per app. A token registered as a Live Activity token is a 409
     /// (one kind never becomes the other); with `listed`, the error names the entry.
     static func store(_ devices: [DeviceRegistration], in store: any DeliveryStore, config: ServerConfig,
-                      listed: Bool = false) async throws {
-        let refusal = try await store.register(devices, maxActive: config.maxTokensPerUser, now: Clock.nowMillis)
+                      now: Int64, listed: Bool = false) async throws {
+        let refusal = try await store.register(devices, maxActive: config.maxTokensPerUser, now: now)
         if let refusal {
             let entry = listed ? "devices[\(refusal.index)]: " : ""
             throw APIError.conflict(entry + "deviceToken is registered as a Live Activity token")

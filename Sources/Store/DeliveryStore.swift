@@ -13,6 +13,10 @@ public protocol DeliveryStore: Sendable {
     /// Ends the store's connections; calls made after it fail.
     func close() async
 
+    /// Proves the store is reachable with these settings, changing nothing: what
+    /// `apns-server --check-config` asks before a start would migrate.
+    func checkConnection() async throws(StoreError)
+
     /// Where other instances share this store's outbox: how to hear of their
     /// enqueues (see `SharedOutbox`). Nil where this process is the only writer.
     var sharedOutbox: (any SharedOutbox)? { get }

@@ -14,6 +14,9 @@ extension SQLiteStore {
 
     /// Nothing to end: the file closes when the store is released.
     public func close() async {}
+
+    /// Opening the store opened the file: nothing more to prove.
+    public func checkConnection() async throws(StoreError) {}
 }
 
 extension PostgresStore: SharedOutbox {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Service
 import TestSupport
 
 /// A bad config is one clear line on stderr and exit 2, before anything listens.
@@ -35,6 +36,9 @@ import TestSupport
             ("missing api keys", [("api_keys_file: api-keys", "api_keys_file: missing-keys")], "api_keys_file: cannot read"),
             ("http endpoint", [("sandbox_endpoint: https://", "sandbox_endpoint: http://")], "TLS is always on"),
             ("lease", [("lease_seconds: 30", "lease_seconds: zero")], "worker.lease_seconds must be an integer"),
+            ("unreachable database", [("database: sqlite:var/apns.db",
+                                       "database: postgres://apns:s3cret@127.0.0.1:\(freePort())/apns?sslmode=disable")],
+             "migrate: cannot reach PostgreSQL at 127.0.0.1:"),
         ]
         for (name, replace, expected) in cases {
             let path = try Self.config(server, replace)
@@ -44,6 +48,9 @@ import TestSupport
             #expect(lines.count == 1, "\(name): one line, not \(r.stderr)")
             #expect(r.stderr.hasPrefix("apns-server: ") && r.stderr.contains(expected), "\(name): \(r.stderr)")
             #expect(!r.stderr.contains("s3cret"), "\(name): a database password is never quoted")
+            // --check-config finds the same, in the same words.
+            let checked = await Self.run(["--check-config", "--config", path])
+            #expect(checked.status == 2 && checked.stderr == r.stderr, "\(name): --check-config said \(checked.stderr)")
         }
         for (arguments, expected) in [([], "--config FILE.yaml is required"), (["--config", "/nonexistent.yaml"], "cannot read config file")] {
             let r = await Self.run(arguments)
@@ -57,9 +64,12 @@ import TestSupport
         _ = server.scratch.file("short.secret", "tiny-secret")
         let short = await Self.run(["--config", server.configPath], environment: ["APNS_SERVER_USER_JWT_SECRET_FILE": server.scratch.path("short.secret")])
         #expect(short.status == 2 && short.stderr.contains("shorter than 32 bytes") && !short.stderr.contains("tiny-secret"))
+        let shortChecked = await Self.run(["--check-config", "--config", server.configPath],
+                                          environment: ["APNS_SERVER_USER_JWT_SECRET_FILE": server.scratch.path("short.secret")])
+        #expect(shortChecked.status == 2 && shortChecked.stderr == short.stderr, "\(shortChecked.stderr)")
     }
 
-    /// Quiet hours, batching and the test clock: a bad value stops the start with one line.
+    /// Quiet hours, batching and a test clock: a bad value stops the start with one line.
     @Test func badQuietHoursAndBatchingConfigsExit2() async throws {
         let server = ServerProcess(sandbox: nil, production: nil)
         let team = "team_id: \(Harness.pki.teamID)"
@@ -74,8 +84,8 @@ import TestSupport
              "apps[0].types.jobUpdate.coalesce.summary: unknown field {cnt}"),
             ("critical", app("    types:\n      jobUpdate: {critical: maybe}"), "apps[0].types.jobUpdate.critical must be true or false"),
             ("type key", app("    types:\n      jobUpdate: {batch: 5}"), "unknown key apps[0].types.jobUpdate.batch"),
-            ("clock", [("log_level: warning", "log_level: warning\ntest_clock_file: clock")],
-             "test_clock_file is for tests only: it is refused unless APNS_SERVER_TEST_CLOCK=1"),
+            // The product has no test clock: only the test-only apns-server-testclock moves time.
+            ("clock", [("log_level: warning", "log_level: warning\ntest_clock_file: clock")], "unknown key test_clock_file"),
         ]
         for (name, replace, expected) in cases {
             let path = try Self.config(server, replace)
@@ -83,11 +93,42 @@ import TestSupport
             #expect(r.status == 2, "\(name): \(r.status) \(r.stderr)")
             #expect(r.stderr.split(separator: "\n").count == 1, "\(name): one line, not \(r.stderr)")
             #expect(r.stderr.hasPrefix("apns-server: ") && r.stderr.contains(expected), "\(name): \(r.stderr)")
+            let checked = await Self.run(["--check-config", "--config", path])
+            #expect(checked.status == 2 && checked.stderr == r.stderr, "\(name): --check-config said \(checked.stderr)")
         }
-        // Allowed by the environment, the clock file must still be there.
-        let path = try Self.config(server, [("log_level: warning", "log_level: warning\ntest_clock_file: no-clock")])
+        // Whatever the environment says, the release binary reads no clock file.
+        _ = server.scratch.file("clock", "0\n")
+        let path = try Self.config(server, [("log_level: warning", "log_level: warning\ntest_clock_file: clock")])
         let r = await Self.run(["--config", path], environment: ["APNS_SERVER_TEST_CLOCK": "1"])
-        #expect(r.status == 2 && r.stderr.contains("test_clock_file: cannot read") && r.stderr.contains("no-clock"), "\(r.stderr)")
+        #expect(r.status == 2 && r.stderr.contains("unknown key test_clock_file"), "\(r.stderr)")
+    }
+
+    /// A good config: `--check-config` opens the database and loads the keys, says so
+    /// on stdout and exits 0 without serving; `--version` prints the version.
+    @Test func checkConfigAndVersion() async throws {
+        let server = ServerProcess(sandbox: nil, production: nil)
+        let r = await Self.run(["--check-config", "--config", server.configPath])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.hasPrefix("apns-server: config OK (2 apps, database sqlite:") && !r.stdout.contains("listening"),
+                "\(r.stdout)")
+        let version = await Self.run(["--version"])
+        #expect(version.status == 0 && version.stdout == apnsServerVersion + "\n", "\(version.stdout) \(version.stderr)")
+        let unknown = await Self.run(["--config", server.configPath, "--frobnicate"])
+        #expect(unknown.status == 2 && unknown.stderr.hasPrefix("apns-server: "), "\(unknown.stderr)")
+    }
+
+    /// The shipped example, with the files it names beside it (as `make demo-server`
+    /// writes them), passes `--check-config`.
+    @Test func theExampleConfigPassesCheckConfig() async throws {
+        let scratch = Scratch()
+        let example = try String(contentsOfFile: Package.fixture("examples/server/apns-server.yaml"), encoding: .utf8)
+        let path = scratch.file("apns-server.yaml", example)
+        chmod(scratch.file("api-keys", Harness.apiKey + "\n"), 0o600)
+        chmod(scratch.file("user-jwt.secret", Harness.jwtSecret + "\n"), 0o600)
+        let key = try String(contentsOfFile: Harness.pki.keyPath, encoding: .utf8)
+        chmod(scratch.file("AuthKey_ABC123DEFG.p8", key), 0o600)
+        let r = await Self.run(["--check-config", "--config", path])
+        #expect(r.status == 0 && r.stdout.hasPrefix("apns-server: config OK"), "\(r.stdout) \(r.stderr)")
     }
 
     @Test func environmentOverridesListenAndDatabase() async throws {

@@ -126,9 +126,14 @@ import TestSupport
         let r = await ConfigTests.run(["--config", server.configPath])
         #expect(r.status == 2, "\(r.stderr)")
         #expect(r.stderr == "apns-server: database \(withoutMode): migrate: PostgreSQL at 127.0.0.1:\(cluster.port) does not offer TLS (sslmode=require; sslmode=disable in the URL connects without it)\n")
+        // --check-config connects as the start does, and says the same.
+        let checked = await ConfigTests.run(["--check-config", "--config", server.configPath])
+        #expect(checked.status == 2 && checked.stderr == r.stderr, "\(checked.stderr)")
 
         options.database = url
         let plain = ServerProcess(sandbox: nil, production: nil, options: options)
+        let ready = await ConfigTests.run(["--check-config", "--config", plain.configPath])
+        #expect(ready.status == 0, "\(ready.stderr)")
         try await plain.start()
         #expect(await plain.backend("GET", "/v1/deliveries?apns_id=x").status == 404)
         await plain.stop()

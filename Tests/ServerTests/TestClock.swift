@@ -1,7 +1,7 @@
 import Foundation
 import TestSupport
 
-/// The time a test-clock apns-server reads (`test_clock_file`): Unix milliseconds
+/// The time apns-server-testclock reads (`--clock FILE`): Unix milliseconds
 /// in a file, replaced whole by rename so the server never reads half a number.
 /// Time moves only when the test says so: no sleeps, no races with the real clock.
 final class TestClock: @unchecked Sendable {

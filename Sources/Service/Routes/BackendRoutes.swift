@@ -6,6 +6,7 @@ import Store
 struct BackendRoutes: Sendable {
     let config: ServerConfig
     let store: any DeliveryStore
+    let clock: any ServiceClock
     let body: BodyReader
     let auth: Auth
     let fanOut: FanOut
@@ -33,7 +34,7 @@ struct BackendRoutes: Sendable {
             companyID = id
         }
         let device = try Registration.parse(json, userID: userID, companyID: companyID, config: config)
-        try await Registration.store([device], in: store, config: config)
+        try await Registration.store([device], in: store, config: config, now: clock.nowMillis)
         return JSONResponse.success(message: "Device token registered successfully")
     }
 
@@ -64,7 +65,7 @@ struct BackendRoutes: Sendable {
             }
         }
         do {
-            try await Registration.store(devices, in: store, config: config, listed: true)
+            try await Registration.store(devices, in: store, config: config, now: clock.nowMillis, listed: true)
         } catch let error as StoreError {
             context.logger.error("bulk registration failed", metadata: ["error": "\(error)"])
             throw APIError(status: .internalServerError, message: "the devices could not be stored: the list is stored whole or not at all, so send it again whole")
@@ -142,7 +143,7 @@ struct BackendRoutes: Sendable {
             ("notification_id", .string(view.id)),
             ("type", .string(view.type)),
             ("entity_id", view.entityID.map(JSON.string) ?? .null),
-            ("created_at", Clock.json(view.createdAt)),
+            ("created_at", Timestamp.json(view.createdAt)),
             ("summary", .object(summary)),
             ("deliveries", .array(view.deliveries.map(BackendRoutes.json))),
         ] + (view.next.map { [("next", JSON.string(String($0)))] } ?? []))
@@ -168,12 +169,12 @@ struct BackendRoutes: Sendable {
             ("apns_id", .string(d.apnsID)),
             ("status", d.status.map(JSON.int) ?? .null),
             ("reason", d.reason.map(JSON.string) ?? .null),
-            ("timestamp", Clock.json(d.timestamp)),
+            ("timestamp", Timestamp.json(d.timestamp)),
             ("attempts", .int(d.attempts)),
-            ("finished_at", Clock.json(d.finishedAt)),
+            ("finished_at", Timestamp.json(d.finishedAt)),
         ]
         // Quiet hours and batching, only where they apply.
-        if let notBefore = d.notBefore { members.append(("not_before", Clock.json(notBefore))) }
+        if let notBefore = d.notBefore { members.append(("not_before", Timestamp.json(notBefore))) }
         if let batched = d.batched { members.append(("batched", .int(batched))) }
         if let carrier = d.carriedBy { members.append(("carried_by", .string(carrier))) }
         return .object(members)

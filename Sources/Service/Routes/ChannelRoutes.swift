@@ -16,6 +16,7 @@ import Store
 struct ChannelRoutes: Sendable {
     let config: ServerConfig
     let store: any DeliveryStore
+    let clock: any ServiceClock
     let body: BodyReader
     let auth: Auth
     let broadcasts: Broadcasts
@@ -61,7 +62,7 @@ struct ChannelRoutes: Sendable {
             let stored: ChannelRow
             do {
                 stored = try await store.addChannel(ChannelRow(key: key, channelID: channelID, storagePolicy: policy.rawValue,
-                                                               createdAt: Clock.nowMillis), audience: audience)
+                                                               createdAt: clock.nowMillis), audience: audience)
             } catch {
                 // Nothing half-made: the channel the store could not keep goes too.
                 _ = await client.deleteChannel(channelID)
@@ -121,7 +122,7 @@ struct ChannelRoutes: Sendable {
         guard let event = LiveActivityEvent(rawValue: name), event != .start else {
             throw APIError.badRequest("event must be update or end (a broadcast cannot start an activity)")
         }
-        let timestamp = try LiveActivitySend.seconds(json, "timestamp") ?? Clock.nowSeconds
+        let timestamp = try LiveActivitySend.seconds(json, "timestamp") ?? clock.nowSeconds
         let contentState = try LiveActivitySend.object(json, "content_state")
         let staleDate = try LiveActivitySend.seconds(json, "stale_date")
         let dismissalDate = try LiveActivitySend.seconds(json, "dismissal_date")
@@ -155,7 +156,7 @@ struct ChannelRoutes: Sendable {
         }
         let id = UUID().uuidString.lowercased()
         try await store.enqueueBroadcast(NewBroadcast(id: id, channel: channel, payload: payload.bytes, priority: priority,
-                                                      expiration: expiration), now: Clock.nowMillis)
+                                                      expiration: expiration), now: clock.nowMillis)
         worker.wake()
         return JSONResponse.make(.accepted, .object([("broadcast_id", .string(id)),
                                                      ("channel_id", .string(channel.channelID))]))
@@ -177,8 +178,8 @@ struct ChannelRoutes: Sendable {
             ("apns_request_id", b.requestID.map(JSON.string) ?? .null),
             ("apns_unique_id", b.uniqueID.map(JSON.string) ?? .null),
             ("attempts", .int(b.attempts)),
-            ("created_at", Clock.json(b.createdAt)),
-            ("finished_at", Clock.json(b.finishedAt)),
+            ("created_at", Timestamp.json(b.createdAt)),
+            ("finished_at", Timestamp.json(b.finishedAt)),
         ]))
     }
 
@@ -284,7 +285,7 @@ struct ChannelRoutes: Sendable {
             ("entity_type", .string(c.key.entityType)),
             ("entity_id", .string(c.key.entityID)),
             ("storage_policy", .int(c.storagePolicy)),
-            ("created_at", Clock.json(c.createdAt)),
+            ("created_at", Timestamp.json(c.createdAt)),
         ]
         if let created { members.append(("created", .bool(created))) }
         return .object(members)

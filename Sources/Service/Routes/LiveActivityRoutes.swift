@@ -8,6 +8,7 @@ import Store
 struct LiveActivityRoutes: Sendable {
     let config: ServerConfig
     let store: any DeliveryStore
+    let clock: any ServiceClock
     let body: BodyReader
     let auth: Auth
     let worker: WorkerWakeup
@@ -68,7 +69,7 @@ struct LiveActivityRoutes: Sendable {
     /// device token (one kind never becomes the other).
     func save(_ registration: LiveActivityRegistration) async throws {
         let refusal = try await store.registerLiveActivity(registration, maxActive: config.maxTokensPerUser,
-                                                           now: Clock.nowMillis)
+                                                           now: clock.nowMillis)
         switch refusal?.reason {
         case nil: return
         case .activityOfAnotherUser?: throw APIError.conflict("activityId is registered to another user")
@@ -83,7 +84,7 @@ struct LiveActivityRoutes: Sendable {
         guard let token = Registration.normalizeToken(raw) else {
             throw APIError.badRequest("pushToken must be 64 to 200 hex digits (an even count)")
         }
-        guard try await store.unregisterLiveActivity(userID: user.userID, token: token, now: Clock.nowMillis) else {
+        guard try await store.unregisterLiveActivity(userID: user.userID, token: token, now: clock.nowMillis) else {
             throw APIError.notFound("Live Activity token not found")
         }
         return JSONResponse.success(message: "Live Activity token unregistered successfully")
@@ -107,8 +108,8 @@ struct LiveActivityRoutes: Sendable {
             ("attributes_type", .string(t.attributesType)),
             ("activity_id", activity),
             ("environment", .string(t.environment)),
-            ("last_used_at", Clock.json(t.lastUsedAt)),
-            ("created_at", Clock.json(t.createdAt)),
+            ("last_used_at", Timestamp.json(t.lastUsedAt)),
+            ("created_at", Timestamp.json(t.createdAt)),
         ])
     }
 
@@ -122,7 +123,7 @@ struct LiveActivityRoutes: Sendable {
     }
 
     @Sendable func send(_ request: Request, context: ServiceContext) async throws -> Response {
-        let sender = LiveActivitySend(config: config, store: store)
+        let sender = LiveActivitySend(config: config, store: store, clock: clock)
         let checked = try sender.parse(try await body.object(request))
         let result = try await sender.run(checked)
         if result.deliveries > 0 { worker.wake() }

@@ -7,6 +7,7 @@ import Store
 struct UserRoutes: Sendable {
     let config: ServerConfig
     let store: any DeliveryStore
+    let clock: any ServiceClock
     let body: BodyReader
     let auth: Auth
 
@@ -23,7 +24,7 @@ struct UserRoutes: Sendable {
         let user = try context.requireUser()
         let json = try await body.object(request)
         let device = try Registration.parse(json, userID: user.userID, companyID: user.companyID, config: config)
-        try await Registration.store([device], in: store, config: config)
+        try await Registration.store([device], in: store, config: config, now: clock.nowMillis)
         return JSONResponse.success(message: "Device token registered successfully")
     }
 
@@ -34,7 +35,7 @@ struct UserRoutes: Sendable {
         guard let token = Registration.normalizeToken(raw) else {
             throw APIError.badRequest("deviceToken must be 64 to 200 hex digits (an even count)")
         }
-        guard try await store.unregister(userID: user.userID, token: token, now: Clock.nowMillis) else {
+        guard try await store.unregister(userID: user.userID, token: token, now: clock.nowMillis) else {
             throw APIError.notFound("device token not found")
         }
         return JSONResponse.success(message: "Device token unregistered successfully")
@@ -51,8 +52,8 @@ struct UserRoutes: Sendable {
                 ("device_name", row.deviceName.map(JSON.string) ?? .null),
                 ("os_version", row.osVersion.map(JSON.string) ?? .null),
                 ("app_version", row.appVersion.map(JSON.string) ?? .null),
-                ("last_used_at", Clock.json(row.lastUsedAt)),
-                ("created_at", Clock.json(row.createdAt)),
+                ("last_used_at", Timestamp.json(row.lastUsedAt)),
+                ("created_at", Timestamp.json(row.createdAt)),
             ])
         }
         return JSONResponse.ok(.object([("success", .bool(true)), ("tokens", .array(tokens))]))
@@ -84,7 +85,7 @@ struct UserRoutes: Sendable {
             guard let flag = value.boolValue else { throw APIError.badRequest("preference '\(key)' must be true or false") }
             changes[key] = .bool(flag)
         }
-        try await store.updatePreferences(userID: user.userID, appType: app.appType, changes, now: Clock.nowMillis)
+        try await store.updatePreferences(userID: user.userID, appType: app.appType, changes, now: clock.nowMillis)
         return JSONResponse.success(message: "Push preferences updated successfully")
     }
 

@@ -1,0 +1,2 @@
+/// What `apns-server --version` prints.
+public let apnsServerVersion = "0.9.0"
