@@ -146,10 +146,12 @@ run_bench() {  # CONFIG ROUND PORT C M N TRANSPORT
   record "$1" apns-bench "$7" "$2" "$6" "$rate" "$conns" "$jwts" "$p50" "$p99" "$ok"
 }
 
-run_engine() {  # CONFIG ROUND PORT N CALLERS: the library on 1 x 1000, one batch (CALLERS -) or
+run_engine() {  # CONFIG ROUND PORT N CALLERS: the library on 1 x 1000, one batch read in a detached
+  # task (CALLERS -) or on the main actor as a main.swift's top-level loop (CALLERS main), or
   # per-event single sends from CALLERS concurrent callers, each with its own payload (issue 9)
   local extra=() tool=engine-batch
-  if [ "$5" != "-" ]; then extra=(--callers "$5"); tool="singles-$5"; fi
+  if [ "$5" = "main" ]; then extra=(--loop main); tool=engine-batch-main
+  elif [ "$5" != "-" ]; then extra=(--callers "$5"); tool="singles-$5"; fi
   timed "$APNS_BIN/apns-bench" -n "$4" --connections 1 --streams 1000 --transport nghttp2 \
     --endpoint "https://127.0.0.1:$3" --pki "$work/pki" --json "${extra[@]}"
   bench_fields
@@ -201,10 +203,11 @@ for round in $(seq "$rounds"); do
     run_bench "$name" "$round" "$port" "$c" "$m" "$ncurl" curl
   done
   # The event-driven engine: 100k per-event single sends (1,000 and 20,000 callers) against
-  # the 100k batch, taking turns, on the fast mock and at 50 ms (50k there).
+  # the 100k batch, read in a task and on the main actor, taking turns, on the fast mock and
+  # at 50 ms (50k there).
   for engine in "engine $port_fast 100000" "engine-50ms $port_slow 50000"; do
     read -r name port n <<<"$engine"
-    for callers in - 1000 20000; do run_engine "$name" "$round" "$port" "$n" "$callers"; done
+    for callers in - main 1000 20000; do run_engine "$name" "$round" "$port" "$n" "$callers"; done
   done
   # Memory: the same CLI run on 100k tokens, beside the headline's N.
   run_send c1x1000 "$round" "$port_fast" 1 1000 100000 nghttp2 apns-send-100k

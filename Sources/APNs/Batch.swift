@@ -53,8 +53,9 @@ final class BatchInbox: Sendable {
         }
     }
 
-    /// Sleeps until results arrive or a poke.
-    func wait() async {
+    /// Sleeps until results arrive or a poke, on the caller's executor: the
+    /// consumer wakes where it runs, one hop for everything that arrived meanwhile.
+    nonisolated(nonsending) func wait() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let now = state.withLock { s -> Bool in
                 if !s.items.isEmpty || s.poked {
@@ -135,8 +136,13 @@ final class Batch<Context: Sendable> {
     private var readyCount: Int { ready.count }
 
     /// The next final result, or nil when every message has one.
+    ///
+    /// Runs on the caller's executor (`nonsending`): a result already here is
+    /// returned with no hop, so a loop on the main actor costs what one in a task
+    /// does. Only an empty inbox suspends, and its wake-up serves every result that
+    /// arrived in between.
     @_specialize(where Context == Int)
-    func next() async -> (DeliveryResult, Context)? {
+    nonisolated(nonsending) func next() async -> (DeliveryResult, Context)? {
         while true {
             if let result = ready.popFirst() { return result }
             absorb(inbox.take())

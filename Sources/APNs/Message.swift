@@ -53,8 +53,15 @@ public struct MessageResults<Context: Sendable>: AsyncSequence {
     public struct Iterator: AsyncIteratorProtocol {
         let batch: Batch<Context>
 
+        // Both run where the caller runs (see `Batch.next()`); `for await` calls the
+        // second, with the loop's actor.
         @_specialize(where Context == Int)
-        public mutating func next() async -> MessageResult<Context>? {
+        public nonisolated(nonsending) mutating func next() async -> MessageResult<Context>? {
+            await batch.next().map { MessageResult(result: $0.0, context: $0.1) }
+        }
+
+        @_specialize(where Context == Int)
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> MessageResult<Context>? {
             await batch.next().map { MessageResult(result: $0.0, context: $0.1) }
         }
     }
@@ -72,7 +79,13 @@ public struct DeliveryResults: AsyncSequence {
     public struct Iterator: AsyncIteratorProtocol {
         let batch: Batch<Void>
 
-        public mutating func next() async -> DeliveryResult? {
+        // Both run where the caller runs (see `Batch.next()`); `for await` calls the
+        // second, with the loop's actor.
+        public nonisolated(nonsending) mutating func next() async -> DeliveryResult? {
+            await batch.next()?.0
+        }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> DeliveryResult? {
             await batch.next()?.0
         }
     }

@@ -9,6 +9,8 @@ struct Report {
     let connections: Int
     let streams: Int
     let payloadBytes: Int
+    /// Where the one-batch loop ran (task or main); nil for the other workloads.
+    let loop: String?
     /// From the first token to the last result.
     let seconds: Double
     /// From the last result to the end of `APNsClient.shutdown()`.
@@ -36,6 +38,7 @@ struct Report {
         let statusList = statuses.sorted { $0.key < $1.key }.map { "\($0.value) × \($0.key)" }.joined(separator: ", ")
         var lines = [
             "apns-bench: \(transport), \(connections) connection(s) × \(streams) streams, payload \(payloadBytes) bytes"
+                + (loop.map { ", batch loop on \($0 == "main" ? "the main actor" : "a detached task")" } ?? "")
                 + (mockInProcess ? ", mock in this process (its CPU included)" : ""),
             String(format: "finished in %.2fs, %.2f req/s (then shutdown took %.2fs)", seconds, rate, shutdownSeconds),
             "requests: \(requests) total, \(succeeded) succeeded, \(requests - succeeded) failed; status: \(statusList)",
@@ -57,7 +60,7 @@ struct Report {
         for (name, p) in Report.percentiles { latencyUS[name] = latency.valueAtPercentile(p) }
         let object: [String: Any] = [
             "requests": requests, "transport": transport, "connections": connections, "streams": streams,
-            "payload_bytes": payloadBytes, "seconds": seconds, "shutdown_s": shutdownSeconds, "req_per_s": rate, "succeeded": succeeded,
+            "payload_bytes": payloadBytes, "loop": loop as Any, "seconds": seconds, "shutdown_s": shutdownSeconds, "req_per_s": rate, "succeeded": succeeded,
             "statuses": Dictionary(uniqueKeysWithValues: statuses.map { (String($0.key), $0.value) }),
             "first_error": firstError as Any, "latency_us": latencyUS,
             "cpu_user_s": userSeconds, "cpu_sys_s": systemSeconds, "cpu_ms_per_1k": cpuPer1k,
