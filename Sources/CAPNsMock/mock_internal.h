@@ -218,6 +218,7 @@ typedef struct mock_stream {
     char answer_id[40];
     char unique_id[40];
     char status_text[8];
+    char date[40];              /* an error answer's "date" header (IMF-fixdate) */
     char resp_body[128];
     size_t resp_len, resp_off;
 } mock_stream;

@@ -56,7 +56,7 @@
  * ES256, unknown "iss", an "iss" other than the key's own team, or malformed
  * -> 403 InvalidProviderToken); "iat" older
  * than one hour -> 403 ExpiredProviderToken, more than 60 s in the future ->
- * 403 InvalidProviderToken. A key restricted to one environment, used on a
+ * 403 InvalidProviderToken (both against the mock's clock, see clock_offset_s). A key restricted to one environment, used on a
  * mock of the other (see `sandbox`) -> 403 BadEnvironmentKeyIdInToken. A
  * connection belongs to the team and the key of its first accepted token
  * (another team -> 403 InvalidProviderToken; another key of the same team ->
@@ -206,6 +206,10 @@ typedef struct {
     /* Broadcast channels (iOS 18); see "Broadcast channels" above. */
     uint32_t channel_limit;     /* channels per bundle id; 0 = 10,000 (Apple's) */
     int broadcast_disabled;     /* every channel and broadcast request: 400 FeatureNotEnabled */
+    /* The mock's wall clock runs this many seconds ahead (negative: behind) of the
+     * machine's: provider token iat checks and the "date" header of error answers
+     * use it, so a test can stand for a server whose clock disagrees with the client's. */
+    int64_t clock_offset_s;
 } capns_mock_config;
 
 typedef struct capns_mock capns_mock;
