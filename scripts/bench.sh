@@ -217,4 +217,36 @@ for round in $(seq "$rounds"); do
   fi
 done
 
+# --- header bytes: each client's HPACK request header blocks once its connection is warm ----
+# A fresh mock per client counts them (past each connection's first 100 requests) and writes
+# its statistics on SIGUSR1. h2load sends one path (one token) every time, so its :path is
+# indexed after the first request; ours carry a new token each, as real sends do.
+header_bytes() {  # TOOL: one run of TOOL on 1 x 100 to a mock of its own; prints "TOOL bytes/request"
+  start_mock "hdr-$1" --stats "$work/hdr-$1.json"
+  local p=$port pid=${mocks[-1]} n=20000
+  case $1 in
+    h2load) h2load -c1 -m100 -n"$n" -d "$work/payload.json" -H "authorization: bearer $jwt" \
+      -H "apns-topic: $TOPIC" -H 'apns-push-type: alert' \
+      "https://127.0.0.1:$p/3/device/$(printf 'ab%.0s' $(seq 32))" >/dev/null 2>&1 ;;
+    apns-send) head -n "$n" "$work/tokens-100000.txt" >"$work/tokens-hdr.txt"
+      "$APNS_BIN/apns-send" --topic "$TOPIC" --key "$key" --key-id "$KEY_ID" --team-id "$TEAM_ID" \
+      --endpoint "https://127.0.0.1:$p" --cacert "$work/pki/ca.pem" --concurrency 100 --output /dev/null \
+      "$work/payload.json" "$work/tokens-hdr.txt" 2>/dev/null ;;
+    apns-bench) "$APNS_BIN/apns-bench" -n "$n" --streams 100 --endpoint "https://127.0.0.1:$p" --pki "$work/pki" \
+      --json >/dev/null 2>&1 ;;
+  esac
+  rm -f "$work/hdr-$1.json"
+  kill -USR1 "$pid"
+  for _ in $(seq 50); do [ -s "$work/hdr-$1.json" ] && break; sleep 0.1; done
+  python3 -c '
+import json, sys
+h = json.load(open(sys.argv[1]))["header_blocks"]
+print("%-10s %7.1f bytes/request warm (%d requests), %7.1f over all %d" % (sys.argv[2],
+      h["warm_bytes"] / max(1, h["warm_count"]), h["warm_count"], h["bytes"] / max(1, h["count"]), h["count"]))
+' "$work/hdr-$1.json" "$1" || echo "$1: no statistics"
+}
+echo "HPACK request header bytes (mock-counted, after each connection's first 100 requests):" >"$out/header-bytes.txt"
+for tool in h2load apns-send apns-bench; do header_bytes "$tool" >>"$out/header-bytes.txt"; done
+
 python3 scripts/bench-summary.py "$runs" | tee "$out/summary.txt"
+cat "$out/header-bytes.txt"

@@ -705,11 +705,37 @@ static void request_done(mock_conn *c, mock_stream *s)
         answer(c, s);
 }
 
+/* A request's header block: its HEADERS payload less padding and priority
+ * fields, plus any CONTINUATION frames (counted as they began). */
+static void count_header_block(mock_conn *c, const nghttp2_frame *f)
+{
+    capns_mock *m = c->loop->mock;
+    size_t bytes = f->hd.length - f->headers.padlen - (f->hd.flags & NGHTTP2_FLAG_PRIORITY ? 5 : 0)
+                   + c->continuation_bytes;
+    c->continuation_bytes = 0;
+    MOCK_ADD(m, header_blocks, 1);
+    MOCK_ADD(m, header_block_bytes, bytes);
+    if (++c->header_blocks > CAPNS_MOCK_HEADER_WARMUP) {
+        MOCK_ADD(m, warm_header_blocks, 1);
+        MOCK_ADD(m, warm_header_block_bytes, bytes);
+    }
+}
+
+static int on_begin_frame(nghttp2_session *h2, const nghttp2_frame_hd *hd, void *ud)
+{
+    mock_conn *c = ud;
+    if (hd->type == NGHTTP2_CONTINUATION)
+        c->continuation_bytes += hd->length;
+    return 0;
+}
+
 static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *f, void *ud)
 {
     mock_conn *c = ud;
     if (f->hd.type == NGHTTP2_SETTINGS && (f->hd.flags & NGHTTP2_FLAG_ACK))
         c->settings_acked++;
+    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
+        count_header_block(c, f);
     if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) || !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     mock_stream *s = nghttp2_session_get_stream_user_data(h2, f->hd.stream_id);
@@ -753,5 +779,6 @@ void mock__judge_callbacks(nghttp2_session_callbacks *cbs)
     nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, on_begin_frame);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
 }

@@ -24,6 +24,9 @@ struct Report {
     let statistics: Statistics
     /// The in-process mock's count of TCP connections: the server's side of connectionsOpened.
     let mockConnectionsAccepted: Int?
+    /// The in-process mock's average HPACK bytes of a request's headers, past each
+    /// connection's warm-up (`MockStatistics.headerWarmup` requests).
+    let mockWarmHeaderBytes: Double?
 
     var mockInProcess: Bool { mockConnectionsAccepted != nil }
 
@@ -51,7 +54,10 @@ struct Report {
         lines.append(String(format: "peak rss: %.1f MB", Double(peakRSS) / 1_048_576))
         lines.append("jwt signatures: \(statistics.jwtSignatures), connections opened: \(statistics.connectionsOpened), "
             + "peak streams: \(statistics.peakStreams), server max streams: \(statistics.serverMaxStreams)")
-        if let mockConnectionsAccepted { lines.append("mock: \(mockConnectionsAccepted) connection(s) accepted") }
+        if let mockConnectionsAccepted {
+            lines.append("mock: \(mockConnectionsAccepted) connection(s) accepted"
+                + (mockWarmHeaderBytes.map { String(format: "; request headers %.1f bytes each (HPACK, warm)", $0) } ?? ""))
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -67,6 +73,7 @@ struct Report {
             "peak_rss_bytes": peakRSS, "jwt_signatures": statistics.jwtSignatures,
             "connections_opened": statistics.connectionsOpened, "peak_streams": statistics.peakStreams,
             "mock_in_process": mockInProcess, "mock_connections_accepted": mockConnectionsAccepted as Any,
+            "mock_header_bytes_warm": mockWarmHeaderBytes as Any,
         ]
         let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         return String(decoding: data, as: UTF8.self)

@@ -97,7 +97,8 @@ struct Workload: Sendable {
             userSeconds: after.userSeconds - before.userSeconds,
             systemSeconds: after.systemSeconds - before.systemSeconds,
             peakRSS: after.peakRSS, statistics: client.statistics,
-            mockConnectionsAccepted: target.mock.map { Int($0.statistics().connectionsAccepted) })
+            mockConnectionsAccepted: target.mock.map { Int($0.statistics().connectionsAccepted) },
+            mockWarmHeaderBytes: target.mock?.statistics().warmHeaderBytesPerRequest)
     }
 }
 

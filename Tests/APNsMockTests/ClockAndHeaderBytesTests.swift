@@ -3,9 +3,10 @@ import Foundation
 import Testing
 import TestSupport
 
-/// What a set-up check reads from the mock: its clock (error answers' `date`
-/// header, and the clock provider tokens are judged by), and the all-zero token it
-/// refuses only after the credentials.
+/// What a set-up check and the header-size benchmark read from the mock: its
+/// clock (error answers' `date` header, and the clock provider tokens are judged
+/// by), the all-zero token it refuses only after the credentials, and the HPACK
+/// size of request headers.
 @Suite struct ClockAndHeaderBytesTests {
     static func seconds(_ httpDate: String?) -> Int64? {
         guard let httpDate else { return nil }
@@ -45,5 +46,25 @@ import TestSupport
         #expect(a.status == 400 && a.reason == "BadDeviceToken", "\(a)")
         let b = curl(mock.port, zero.with("authorization", "bearer not.a.jwt"))
         #expect(b.status == 403 && b.reason == "InvalidProviderToken", "\(b)")
+    }
+
+    @Test("Request header blocks are counted in HPACK bytes, and apart once a connection is warm")
+    func headerBytes() throws {
+        let mock = try Fixture.mock()
+        let n = MockStatistics.headerWarmup + 10
+        let (answers, status) = curl(mock.port, Array(repeating: Request(), count: n))
+        #expect(status == 0 && answers.count == n && answers.allSatisfy { $0.status == 200 })
+        let s = mock.statistics()
+        #expect(s.headerBlocks == UInt64(n) && s.warmHeaderBlocks == 10, "\(s)")
+        // Encoded, not raw: HPACK's indexing and Huffman coding make a block smaller than
+        // its names and values (curl marks none of these never-index).
+        let request = Request()
+        let raw = ":method".count + request.method.count + ":path".count + request.path.count + ":scheme".count
+            + "https".count + ":authority".count + "127.0.0.1:\(mock.port)".count
+            + request.headers.reduce(0) { $0 + $1.count - 2 }   // "name: value" less ": "
+        let warm = try #require(s.warmHeaderBytesPerRequest)
+        let first = Double(s.headerBlockBytes - s.warmHeaderBlockBytes) / Double(MockStatistics.headerWarmup)
+        #expect(warm > 0 && warm < Double(raw), "\(warm) of \(raw)")
+        #expect(warm <= first)
     }
 }

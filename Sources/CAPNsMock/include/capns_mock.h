@@ -278,7 +278,15 @@ typedef struct {
     uint64_t channels_created;
     uint64_t channels_deleted;
     uint64_t channels_refused;          /* creates over the limit (CannotCreateChannelConfig) */
+    /* Request header blocks and their HPACK-encoded size (padding and priority
+     * fields excluded, CONTINUATION included): what a client's headers cost on the
+     * wire. "warm": past a connection's first CAPNS_MOCK_HEADER_WARMUP requests,
+     * when the client's HPACK table holds what it indexes. */
+    uint64_t header_blocks, header_block_bytes;
+    uint64_t warm_header_blocks, warm_header_block_bytes;
 } capns_mock_stats;
+
+#define CAPNS_MOCK_HEADER_WARMUP 100
 
 void capns_mock_get_stats(capns_mock *m, capns_mock_stats *out);
 
