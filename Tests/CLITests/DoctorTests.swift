@@ -140,4 +140,36 @@ import TestSupport
         #expect(o.line("key permissions")?.contains("chmod 600") == true, "\(o.all)")
         #expect(o.line("key id")?.contains("named for key \(CLI.pki.keyID)") == true, "\(o.all)")
     }
+
+    // MARK: - Certificate auth
+
+    static func doctor(certificateMock mock: MockServer, _ credentials: [String]) async -> Outcome {
+        let r = await CLI.run(["doctor", "--topic", CLI.pki.topic, "--env", "sandbox"] + credentials + CLI.endpoint(mock))
+        return Outcome(status: r.status, lines: CLI.lines(r.stdout), all: r.stdout + r.stderr)
+    }
+
+    @Test func aHealthyCertificatePassesEveryCheck() async throws {
+        let mock = try CertificateCLITests.mock(sandbox: true)
+        defer { mock.stop() }
+        let o = await Self.doctor(certificateMock: mock, CertificateCLITests.certificate("sandbox.p12", password: true))
+        #expect(o.status == 0, "\(o.all)")
+        for name in ["certificate", "certificate topic", "certificate environment", "TLS", "clock", "request"] {
+            #expect(o.line(name)?.hasPrefix("✓") == true, "\(name) in \(o.all)")
+        }
+        #expect(o.line("certificate")?.contains("expires in") == true, "\(o.all)")
+        #expect(o.line("request")?.contains("certificate") == true && o.line("request")?.contains("BadDeviceToken") == true)
+        #expect(mock.recordedRequests().allSatisfy { $0.header("authorization") == nil })
+        #expect(!o.all.contains(ClientPKI.shared.password))
+    }
+
+    /// A certificate of another app: its UID is not the topic, and APNs says so too.
+    @Test func aCertificateForAnotherTopicIsNamed() async throws {
+        let mock = try CertificateCLITests.mock(sandbox: true)
+        defer { mock.stop() }
+        let o = await Self.doctor(certificateMock: mock, CertificateCLITests.certificate("other.pem"))
+        #expect(o.status == 1, "\(o.all)")
+        let topic = try #require(o.line("certificate topic"), "\(o.all)")
+        #expect(topic.hasPrefix("✗") && topic.contains("--topic \(ClientPKI.shared.otherTopic)"), "\(topic)")
+        #expect(o.line("request")?.hasPrefix("✗") == true, "\(o.all)")
+    }
 }
