@@ -55,8 +55,8 @@ final class BatchInbox: Sendable {
 
     /// Sleeps until results arrive or a poke, on the caller's executor: the
     /// consumer wakes where it runs, one hop for everything that arrived meanwhile.
-    nonisolated(nonsending) func wait() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+    func wait(isolation: isolated (any Actor)? = #isolation) async {
+        await withCheckedContinuation(isolation: isolation) { (c: CheckedContinuation<Void, Never>) in
             let now = state.withLock { s -> Bool in
                 if !s.items.isEmpty || s.poked {
                     s.poked = false
@@ -137,12 +137,12 @@ final class Batch<Context: Sendable> {
 
     /// The next final result, or nil when every message has one.
     ///
-    /// Runs on the caller's executor (`nonsending`): a result already here is
+    /// Runs on the caller's executor (`isolation`): a result already here is
     /// returned with no hop, so a loop on the main actor costs what one in a task
     /// does. Only an empty inbox suspends, and its wake-up serves every result that
     /// arrived in between.
     @_specialize(where Context == Int)
-    nonisolated(nonsending) func next() async -> (DeliveryResult, Context)? {
+    func next(isolation: isolated (any Actor)? = #isolation) async -> (DeliveryResult, Context)? {
         while true {
             if let result = ready.popFirst() { return result }
             absorb(inbox.take())
@@ -151,11 +151,11 @@ final class Batch<Context: Sendable> {
             fill()
             if readyCount > 0 { continue }
             if inFlight == 0 && pending.isEmpty && inputDone { return nil }
-            await withTaskCancellationHandler {
-                await inbox.wait()
-            } onCancel: { [inbox] in
+            await withTaskCancellationHandler(operation: {
+                await inbox.wait(isolation: isolation)
+            }, onCancel: { [inbox] in
                 inbox.poke()
-            }
+            }, isolation: isolation)
         }
     }
 
