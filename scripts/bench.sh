@@ -146,10 +146,12 @@ run_bench() {  # CONFIG ROUND PORT C M N TRANSPORT
   record "$1" apns-bench "$7" "$2" "$6" "$rate" "$conns" "$jwts" "$p50" "$p99" "$ok"
 }
 
-run_engine() {  # CONFIG ROUND PORT N CALLERS: the library on 1 x 1000, one batch (CALLERS -) or
+run_engine() {  # CONFIG ROUND PORT N CALLERS: the library on 1 x 1000, one batch read in a detached
+  # task (CALLERS -) or on the main actor as a main.swift's top-level loop (CALLERS main), or
   # per-event single sends from CALLERS concurrent callers, each with its own payload (issue 9)
   local extra=() tool=engine-batch
-  if [ "$5" != "-" ]; then extra=(--callers "$5"); tool="singles-$5"; fi
+  if [ "$5" = "main" ]; then extra=(--loop main); tool=engine-batch-main
+  elif [ "$5" != "-" ]; then extra=(--callers "$5"); tool="singles-$5"; fi
   timed "$APNS_BIN/apns-bench" -n "$4" --connections 1 --streams 1000 --transport nghttp2 \
     --endpoint "https://127.0.0.1:$3" --pki "$work/pki" --json "${extra[@]}"
   bench_fields
@@ -201,10 +203,11 @@ for round in $(seq "$rounds"); do
     run_bench "$name" "$round" "$port" "$c" "$m" "$ncurl" curl
   done
   # The event-driven engine: 100k per-event single sends (1,000 and 20,000 callers) against
-  # the 100k batch, taking turns, on the fast mock and at 50 ms (50k there).
+  # the 100k batch, read in a task and on the main actor, taking turns, on the fast mock and
+  # at 50 ms (50k there).
   for engine in "engine $port_fast 100000" "engine-50ms $port_slow 50000"; do
     read -r name port n <<<"$engine"
-    for callers in - 1000 20000; do run_engine "$name" "$round" "$port" "$n" "$callers"; done
+    for callers in - main 1000 20000; do run_engine "$name" "$round" "$port" "$n" "$callers"; done
   done
   # Memory: the same CLI run on 100k tokens, beside the headline's N.
   run_send c1x1000 "$round" "$port_fast" 1 1000 100000 nghttp2 apns-send-100k
@@ -214,4 +217,36 @@ for round in $(seq "$rounds"); do
   fi
 done
 
+# --- header bytes: each client's HPACK request header blocks once its connection is warm ----
+# A fresh mock per client counts them (past each connection's first 100 requests) and writes
+# its statistics on SIGUSR1. h2load sends one path (one token) every time, so its :path is
+# indexed after the first request; ours carry a new token each, as real sends do.
+header_bytes() {  # TOOL: one run of TOOL on 1 x 100 to a mock of its own; prints "TOOL bytes/request"
+  start_mock "hdr-$1" --stats "$work/hdr-$1.json"
+  local p=$port pid=${mocks[-1]} n=20000
+  case $1 in
+    h2load) h2load -c1 -m100 -n"$n" -d "$work/payload.json" -H "authorization: bearer $jwt" \
+      -H "apns-topic: $TOPIC" -H 'apns-push-type: alert' \
+      "https://127.0.0.1:$p/3/device/$(printf 'ab%.0s' $(seq 32))" >/dev/null 2>&1 ;;
+    apns-send) head -n "$n" "$work/tokens-100000.txt" >"$work/tokens-hdr.txt"
+      "$APNS_BIN/apns-send" --topic "$TOPIC" --key "$key" --key-id "$KEY_ID" --team-id "$TEAM_ID" \
+      --endpoint "https://127.0.0.1:$p" --cacert "$work/pki/ca.pem" --concurrency 100 --output /dev/null \
+      "$work/payload.json" "$work/tokens-hdr.txt" 2>/dev/null ;;
+    apns-bench) "$APNS_BIN/apns-bench" -n "$n" --streams 100 --endpoint "https://127.0.0.1:$p" --pki "$work/pki" \
+      --json >/dev/null 2>&1 ;;
+  esac
+  rm -f "$work/hdr-$1.json"
+  kill -USR1 "$pid"
+  for _ in $(seq 50); do [ -s "$work/hdr-$1.json" ] && break; sleep 0.1; done
+  python3 -c '
+import json, sys
+h = json.load(open(sys.argv[1]))["header_blocks"]
+print("%-10s %7.1f bytes/request warm (%d requests), %7.1f over all %d" % (sys.argv[2],
+      h["warm_bytes"] / max(1, h["warm_count"]), h["warm_count"], h["bytes"] / max(1, h["count"]), h["count"]))
+' "$work/hdr-$1.json" "$1" || echo "$1: no statistics"
+}
+echo "HPACK request header bytes (mock-counted, after each connection's first 100 requests):" >"$out/header-bytes.txt"
+for tool in h2load apns-send apns-bench; do header_bytes "$tool" >>"$out/header-bytes.txt"; done
+
 python3 scripts/bench-summary.py "$runs" | tee "$out/summary.txt"
+cat "$out/header-bytes.txt"

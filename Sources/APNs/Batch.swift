@@ -53,9 +53,10 @@ final class BatchInbox: Sendable {
         }
     }
 
-    /// Sleeps until results arrive or a poke.
-    func wait() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+    /// Sleeps until results arrive or a poke, on the caller's executor: the
+    /// consumer wakes where it runs, one hop for everything that arrived meanwhile.
+    func wait(isolation: isolated (any Actor)? = #isolation) async {
+        await withCheckedContinuation(isolation: isolation) { (c: CheckedContinuation<Void, Never>) in
             let now = state.withLock { s -> Bool in
                 if !s.items.isEmpty || s.poked {
                     s.poked = false
@@ -135,8 +136,13 @@ final class Batch<Context: Sendable> {
     private var readyCount: Int { ready.count }
 
     /// The next final result, or nil when every message has one.
+    ///
+    /// Runs on the caller's executor (`isolation`): a result already here is
+    /// returned with no hop, so a loop on the main actor costs what one in a task
+    /// does. Only an empty inbox suspends, and its wake-up serves every result that
+    /// arrived in between.
     @_specialize(where Context == Int)
-    func next() async -> (DeliveryResult, Context)? {
+    func next(isolation: isolated (any Actor)? = #isolation) async -> (DeliveryResult, Context)? {
         while true {
             if let result = ready.popFirst() { return result }
             absorb(inbox.take())
@@ -145,11 +151,11 @@ final class Batch<Context: Sendable> {
             fill()
             if readyCount > 0 { continue }
             if inFlight == 0 && pending.isEmpty && inputDone { return nil }
-            await withTaskCancellationHandler {
-                await inbox.wait()
-            } onCancel: { [inbox] in
+            await withTaskCancellationHandler(operation: {
+                await inbox.wait(isolation: isolation)
+            }, onCancel: { [inbox] in
                 inbox.poke()
-            }
+            }, isolation: isolation)
         }
     }
 

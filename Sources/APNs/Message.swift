@@ -53,10 +53,24 @@ public struct MessageResults<Context: Sendable>: AsyncSequence {
     public struct Iterator: AsyncIteratorProtocol {
         let batch: Batch<Context>
 
+        /// `for await` calls this one, with the loop's actor: it runs there, and a
+        /// result already here comes with no hop (see `Batch.next(isolation:)`).
         @_specialize(where Context == Int)
-        public mutating func next() async -> MessageResult<Context>? {
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> MessageResult<Context>? {
+            await batch.next(isolation: actor).map { MessageResult(result: $0.0, context: $0.1) }
+        }
+
+        #if compiler(>=6.2)
+        @_specialize(where Context == Int)
+        public nonisolated(nonsending) mutating func next() async -> MessageResult<Context>? {
             await batch.next().map { MessageResult(result: $0.0, context: $0.1) }
         }
+        #else
+        @_specialize(where Context == Int)
+        public mutating func next() async -> MessageResult<Context>? {
+            await batch.next(isolation: nil).map { MessageResult(result: $0.0, context: $0.1) }
+        }
+        #endif
     }
 }
 
@@ -72,9 +86,21 @@ public struct DeliveryResults: AsyncSequence {
     public struct Iterator: AsyncIteratorProtocol {
         let batch: Batch<Void>
 
-        public mutating func next() async -> DeliveryResult? {
+        /// `for await` calls this one, with the loop's actor: it runs there, and a
+        /// result already here comes with no hop (see `Batch.next(isolation:)`).
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> DeliveryResult? {
+            await batch.next(isolation: actor)?.0
+        }
+
+        #if compiler(>=6.2)
+        public nonisolated(nonsending) mutating func next() async -> DeliveryResult? {
             await batch.next()?.0
         }
+        #else
+        public mutating func next() async -> DeliveryResult? {
+            await batch.next(isolation: nil)?.0
+        }
+        #endif
     }
 }
 

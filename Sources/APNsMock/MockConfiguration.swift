@@ -72,6 +72,9 @@ public struct MockConfiguration: Sendable {
     public var scripted: [String: [MockAnswer]] = [:]
     /// An answer for every attempt of a token after its script.
     public var forced: [String: MockAnswer] = [:]
+    /// The mock's clock runs this far ahead of the machine's (negative: behind): it
+    /// judges provider token ages by it and sends it as error answers' `date` header.
+    public var clockOffset: Duration = .zero
     /// Seeds every random choice (faults, jitter, generated ids).
     public var seed: UInt64 = 0
     /// Event-loop threads (SO_REUSEPORT listeners).

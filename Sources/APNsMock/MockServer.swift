@@ -178,6 +178,7 @@ public final class MockServer: Sendable {
         cfg.threads = Int32(clamping: c.threads)
         cfg.client_ca_file = c.clientCA.map { UnsafePointer(cString($0)) }
         cfg.channel_limit = UInt32(clamping: max(1, c.channelLimit))
+        cfg.clock_offset_s = c.clockOffset.components.seconds
         cfg.broadcast_disabled = c.broadcastEnabled ? 0 : 1
 
         var err = [CChar](repeating: 0, count: Int(CAPNS_MOCK_ERR_MAX))

@@ -37,6 +37,18 @@ public struct MockStatistics: Sendable, Equatable {
     public var channelsCreated: UInt64
     public var channelsDeleted: UInt64
     public var channelsRefused: UInt64
+    /// Request header blocks received and their HPACK-encoded bytes, and the same
+    /// past each connection's first `headerWarmup` requests (the client's table warm).
+    public var headerBlocks: UInt64
+    public var headerBlockBytes: UInt64
+    public var warmHeaderBlocks: UInt64
+    public var warmHeaderBlockBytes: UInt64
+    public static let headerWarmup = Int(CAPNS_MOCK_HEADER_WARMUP)
+
+    /// Average HPACK bytes of a request's headers once the connection is warm; nil before.
+    public var warmHeaderBytesPerRequest: Double? {
+        warmHeaderBlocks == 0 ? nil : Double(warmHeaderBlockBytes) / Double(warmHeaderBlocks)
+    }
 
     init(_ s: capns_mock_stats) {
         connectionsAccepted = s.connections_accepted
@@ -59,6 +71,10 @@ public struct MockStatistics: Sendable, Equatable {
         channelsCreated = s.channels_created
         channelsDeleted = s.channels_deleted
         channelsRefused = s.channels_refused
+        headerBlocks = s.header_blocks
+        headerBlockBytes = s.header_block_bytes
+        warmHeaderBlocks = s.warm_header_blocks
+        warmHeaderBlockBytes = s.warm_header_block_bytes
         var statuses: [Int: UInt64] = [:]
         withUnsafeBytes(of: s.status) { raw in
             for (code, count) in raw.bindMemory(to: UInt64.self).enumerated() where count > 0 {

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DEVICE_PREFIX "/3/device/"
 #define DEVICE_PREFIX_LEN (sizeof DEVICE_PREFIX - 1)
@@ -168,7 +169,7 @@ static bool first_token_spent(capns_mock *m, bool use)
 static mock_answer check_auth(mock_conn *c, mock_stream *s)
 {
     capns_mock *m = c->loop->mock;
-    int64_t now_s = mock__wall_s();
+    int64_t now_s = mock__wall_s() + m->cfg.clock_offset_s;
     if (!(s->seen & H_AUTH))
         return (mock_answer){403, R_MISSING_PROVIDER_TOKEN, -1};
     /* CAPTURE keeps MOCK_AUTH_MAX - 1 bytes: a value of MOCK_AUTH_MAX is cut already. */
@@ -316,6 +317,14 @@ static mock_answer random_failure(capns_mock *m, mock_conn *c)
     return (mock_answer){0, R_NONE, -1};
 }
 
+static bool all_zero(const char *token, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (token[i] != '0')
+            return false;
+    return true;
+}
+
 static mock_answer decide(mock_conn *c, mock_stream *s)
 {
     capns_mock *m = c->loop->mock;
@@ -352,6 +361,10 @@ static mock_answer decide(mock_conn *c, mock_stream *s)
         (a = check_headers(m, s)).status || (a = check_key_topic(c, s)).status ||
         (a = check_payload(s)).status)
         return a;
+    /* APNs never issues the all-zero token: a well-formed token that only the
+     * device check refuses, after the credentials were judged. */
+    if (all_zero(token, tlen))
+        return (mock_answer){400, R_BAD_DEVICE_TOKEN, -1};
     if (scripted.status)
         return scripted;
     if (unregistered_ts >= 0)
@@ -423,7 +436,7 @@ static void answer(mock_conn *c, mock_stream *s)
     s->status_text[1] = (char)('0' + status / 10 % 10);
     s->status_text[2] = (char)('0' + status % 10);
 
-    nghttp2_nv nv[4] = {
+    nghttp2_nv nv[5] = {
         NV(":status", s->status_text, 3),
         NV("apns-id", s->answer_id, 36),
     };
@@ -442,6 +455,13 @@ static void answer(mock_conn *c, mock_stream *s)
             : snprintf(s->resp_body, sizeof s->resp_body, "{\"reason\":\"%s\"}", reason);
         s->resp_len = (size_t)len;
         nv[n++] = (nghttp2_nv)NV("content-type", "application/json", 16);
+        /* The server's clock, as a client checking its own reads it from an error
+         * answer (a 200 carries none: the hot path stays as small as APNs keeps it). */
+        time_t now = (time_t)(mock__wall_s() + m->cfg.clock_offset_s);
+        struct tm tm;
+        size_t dlen = strftime(s->date, sizeof s->date, "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&now, &tm));
+        if (dlen)
+            nv[n++] = (nghttp2_nv)NV("date", s->date, dlen);
     }
     nghttp2_submit_response(c->h2, s->id, nv, n, status == 200 ? NULL : &body);
 
@@ -685,11 +705,37 @@ static void request_done(mock_conn *c, mock_stream *s)
         answer(c, s);
 }
 
+/* A request's header block: its HEADERS payload less padding and priority
+ * fields, plus any CONTINUATION frames (counted as they began). */
+static void count_header_block(mock_conn *c, const nghttp2_frame *f)
+{
+    capns_mock *m = c->loop->mock;
+    size_t bytes = f->hd.length - f->headers.padlen - (f->hd.flags & NGHTTP2_FLAG_PRIORITY ? 5 : 0)
+                   + c->continuation_bytes;
+    c->continuation_bytes = 0;
+    MOCK_ADD(m, header_blocks, 1);
+    MOCK_ADD(m, header_block_bytes, bytes);
+    if (++c->header_blocks > CAPNS_MOCK_HEADER_WARMUP) {
+        MOCK_ADD(m, warm_header_blocks, 1);
+        MOCK_ADD(m, warm_header_block_bytes, bytes);
+    }
+}
+
+static int on_begin_frame(nghttp2_session *h2, const nghttp2_frame_hd *hd, void *ud)
+{
+    mock_conn *c = ud;
+    if (hd->type == NGHTTP2_CONTINUATION)
+        c->continuation_bytes += hd->length;
+    return 0;
+}
+
 static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *f, void *ud)
 {
     mock_conn *c = ud;
     if (f->hd.type == NGHTTP2_SETTINGS && (f->hd.flags & NGHTTP2_FLAG_ACK))
         c->settings_acked++;
+    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
+        count_header_block(c, f);
     if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) || !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     mock_stream *s = nghttp2_session_get_stream_user_data(h2, f->hd.stream_id);
@@ -733,5 +779,6 @@ void mock__judge_callbacks(nghttp2_session_callbacks *cbs)
     nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, on_begin_frame);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
 }

@@ -218,6 +218,7 @@ typedef struct mock_stream {
     char answer_id[40];
     char unique_id[40];
     char status_text[8];
+    char date[40];              /* an error answer's "date" header (IMF-fixdate) */
     char resp_body[128];
     size_t resp_len, resp_off;
 } mock_stream;
@@ -278,6 +279,8 @@ typedef struct mock_conn {
     int64_t jwt_iat;
     int64_t jwt_since_ns;       /* when the current token was first used */
     uint64_t peak_streams;
+    uint64_t header_blocks;     /* request header blocks received */
+    uint64_t continuation_bytes;    /* CONTINUATION payload of the header block being received */
     mock_client_cert cert;      /* certificate auth */
     /* Idle handling. */
     int64_t last_read_ns;
@@ -337,6 +340,7 @@ typedef struct {
     atomic_uint_fast64_t max_streams_seen, bytes_in, bytes_out;
     atomic_uint_fast64_t goaways_sent, resets_done, settings_sent;
     atomic_uint_fast64_t streams_refused, streams_over_limit, max_streams_restored;
+    atomic_uint_fast64_t header_blocks, header_block_bytes, warm_header_blocks, warm_header_block_bytes;
     atomic_uint_fast64_t status[600];
     atomic_uint_fast64_t reasons[R_COUNT];
 } mock_counters;

@@ -63,6 +63,10 @@ void capns_mock_get_stats(capns_mock *m, capns_mock_stats *out)
     out->streams_refused = LOAD(streams_refused);
     out->streams_over_limit = LOAD(streams_over_limit);
     out->max_streams_restored = LOAD(max_streams_restored);
+    out->header_blocks = LOAD(header_blocks);
+    out->header_block_bytes = LOAD(header_block_bytes);
+    out->warm_header_blocks = LOAD(warm_header_blocks);
+    out->warm_header_block_bytes = LOAD(warm_header_block_bytes);
     for (int i = 0; i < 600; i++)
         out->status[i] = LOAD(status[i]);
     for (int i = 0; i < R_COUNT; i++)
@@ -108,6 +112,9 @@ size_t capns_mock_stats_json(capns_mock *m, char *out, size_t outlen)
     put(&o, "\"streams_refused\":%llu,\"streams_over_limit\":%llu,\"max_streams_restored\":%llu,",
         (unsigned long long)s.streams_refused, (unsigned long long)s.streams_over_limit,
         (unsigned long long)s.max_streams_restored);
+    put(&o, "\"header_blocks\":{\"count\":%llu,\"bytes\":%llu,\"warm_count\":%llu,\"warm_bytes\":%llu},",
+        (unsigned long long)s.header_blocks, (unsigned long long)s.header_block_bytes,
+        (unsigned long long)s.warm_header_blocks, (unsigned long long)s.warm_header_block_bytes);
     put(&o, "\"by_status\":{");
     const char *sep = "";
     for (int i = 0; i < 600; i++)

@@ -39,6 +39,11 @@ struct BenchCommand: AsyncParsableCommand {
         valueName: "B"))
     var messages: Int?
 
+    @Option(help: ArgumentHelp(
+        "Where the one batch's `for await` loop runs: task (a detached task) or main (the main actor, as top-level code).",
+        valueName: "task|main"))
+    var loop = "task"
+
     @Option(help: "nghttp2 or curl.")
     var transport = "nghttp2"
 
@@ -66,6 +71,10 @@ struct BenchCommand: AsyncParsableCommand {
         if let requests, requests < 1 { throw ValidationError("-n must be at least 1") }
         if let callers, callers < 1 { throw ValidationError("--callers must be at least 1") }
         if let messages, messages < 1 { throw ValidationError("--messages must be at least 1") }
+        guard let loop = Workload.Loop(rawValue: loop) else { throw ValidationError("--loop: task or main") }
+        if loop == .main && (callers != nil || messages != nil) {
+            throw ValidationError("--loop main is the one-batch workload: give neither --callers nor --messages")
+        }
         if callers != nil && messages != nil { throw ValidationError("--callers and --messages are two different workloads: give one") }
         if endpoint != nil && pki == nil { throw ValidationError("--endpoint needs --pki DIR (the mock's key material)") }
     }
@@ -77,7 +86,7 @@ struct BenchCommand: AsyncParsableCommand {
         let workload = try Workload(
             count: requests ?? (quick ? 100_000 : 1_000_000), keys: keys, payloadPath: payload,
             transport: Transport(rawValue: transport)!, connections: connections, streams: streams, callers: callers,
-            messageBatch: messages)
+            messageBatch: messages, loop: Workload.Loop(rawValue: loop)!)
         let report = try await workload.run(against: target)
         print(json ? report.json() : report.text())
     }

@@ -9,6 +9,8 @@ struct Report {
     let connections: Int
     let streams: Int
     let payloadBytes: Int
+    /// Where the one-batch loop ran (task or main); nil for the other workloads.
+    let loop: String?
     /// From the first token to the last result.
     let seconds: Double
     /// From the last result to the end of `APNsClient.shutdown()`.
@@ -22,6 +24,9 @@ struct Report {
     let statistics: Statistics
     /// The in-process mock's count of TCP connections: the server's side of connectionsOpened.
     let mockConnectionsAccepted: Int?
+    /// The in-process mock's average HPACK bytes of a request's headers, past each
+    /// connection's warm-up (`MockStatistics.headerWarmup` requests).
+    let mockWarmHeaderBytes: Double?
 
     var mockInProcess: Bool { mockConnectionsAccepted != nil }
 
@@ -36,6 +41,7 @@ struct Report {
         let statusList = statuses.sorted { $0.key < $1.key }.map { "\($0.value) × \($0.key)" }.joined(separator: ", ")
         var lines = [
             "apns-bench: \(transport), \(connections) connection(s) × \(streams) streams, payload \(payloadBytes) bytes"
+                + (loop.map { ", batch loop on \($0 == "main" ? "the main actor" : "a detached task")" } ?? "")
                 + (mockInProcess ? ", mock in this process (its CPU included)" : ""),
             String(format: "finished in %.2fs, %.2f req/s (then shutdown took %.2fs)", seconds, rate, shutdownSeconds),
             "requests: \(requests) total, \(succeeded) succeeded, \(requests - succeeded) failed; status: \(statusList)",
@@ -48,7 +54,10 @@ struct Report {
         lines.append(String(format: "peak rss: %.1f MB", Double(peakRSS) / 1_048_576))
         lines.append("jwt signatures: \(statistics.jwtSignatures), connections opened: \(statistics.connectionsOpened), "
             + "peak streams: \(statistics.peakStreams), server max streams: \(statistics.serverMaxStreams)")
-        if let mockConnectionsAccepted { lines.append("mock: \(mockConnectionsAccepted) connection(s) accepted") }
+        if let mockConnectionsAccepted {
+            lines.append("mock: \(mockConnectionsAccepted) connection(s) accepted"
+                + (mockWarmHeaderBytes.map { String(format: "; request headers %.1f bytes each (HPACK, warm)", $0) } ?? ""))
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -57,13 +66,14 @@ struct Report {
         for (name, p) in Report.percentiles { latencyUS[name] = latency.valueAtPercentile(p) }
         let object: [String: Any] = [
             "requests": requests, "transport": transport, "connections": connections, "streams": streams,
-            "payload_bytes": payloadBytes, "seconds": seconds, "shutdown_s": shutdownSeconds, "req_per_s": rate, "succeeded": succeeded,
+            "payload_bytes": payloadBytes, "loop": loop as Any, "seconds": seconds, "shutdown_s": shutdownSeconds, "req_per_s": rate, "succeeded": succeeded,
             "statuses": Dictionary(uniqueKeysWithValues: statuses.map { (String($0.key), $0.value) }),
             "first_error": firstError as Any, "latency_us": latencyUS,
             "cpu_user_s": userSeconds, "cpu_sys_s": systemSeconds, "cpu_ms_per_1k": cpuPer1k,
             "peak_rss_bytes": peakRSS, "jwt_signatures": statistics.jwtSignatures,
             "connections_opened": statistics.connectionsOpened, "peak_streams": statistics.peakStreams,
             "mock_in_process": mockInProcess, "mock_connections_accepted": mockConnectionsAccepted as Any,
+            "mock_header_bytes_warm": mockWarmHeaderBytes as Any,
         ]
         let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         return String(decoding: data, as: UTF8.self)

@@ -17,13 +17,21 @@ struct Workload: Sendable {
     let streams: Int
     let callers: Int?
     let messageBatch: Int?
+    /// Where the one-batch loop runs.
+    let loop: Loop
     let topic: String
+
+    /// Where a batch's `for await` loop runs: in a task of its own, or on the main
+    /// actor, as the README's example does in a `main.swift`.
+    enum Loop: String, Sendable, CaseIterable {
+        case task, main
+    }
 
     /// The payload scripts/bench.sh gives h2load: a 231-byte alert, compact.
     static let defaultPayload = #"{"aps":{"alert":{"title":"Order update","body":"\#(String(repeating: "x", count: 150))"},"sound":"default"},"id":12345}"#
 
     init(count: Int, keys: KeyMaterial, payloadPath: String?, transport: Transport,
-         connections: Int, streams: Int, callers: Int?, messageBatch: Int?) throws {
+         connections: Int, streams: Int, callers: Int?, messageBatch: Int?, loop: Loop = .task) throws {
         self.count = count
         credentials = try Credentials(key: SigningKey(contentsOf: keys.providerKey), keyID: keys.keyID,
                                       teamID: keys.teamID)
@@ -35,6 +43,7 @@ struct Workload: Sendable {
         self.streams = streams
         self.callers = callers
         self.messageBatch = messageBatch
+        self.loop = loop
         topic = keys.topic
     }
 
@@ -61,13 +70,17 @@ struct Workload: Sendable {
             statuses = tally.statuses
             firstError = tally.firstError
         } else {
-            for await result in client.send(notification, to: SyntheticTokens(count: count)) {
-                statuses[result.status, default: 0] += 1
-                if result.attempts > 0 { latency.record(UInt64(result.latency.microseconds)) }
-                if firstError == nil, !result.isDelivered {
-                    firstError = result.error ?? result.reason?.rawValue ?? "status \(result.status)"
-                }
+            let notification = self.notification, count = self.count
+            let figures = switch loop {
+            case .main:
+                await Workload.batchOnMainActor(client, notification, count: count)
+            case .task:
+                await Task.detached { await Workload.read(client.send(notification, to: SyntheticTokens(count: count))) }
+                    .value
             }
+            latency.add(figures.latency)
+            statuses = figures.statuses
+            firstError = figures.firstError
         }
         let elapsed = clock.now - start
         let after = ProcessUsage.now()
@@ -78,16 +91,38 @@ struct Workload: Sendable {
 
         return Report(
             requests: count, transport: transport.rawValue, connections: connections, streams: streams,
-            payloadBytes: notification.payload.count, seconds: elapsed.seconds,
+            payloadBytes: notification.payload.count,
+            loop: callers == nil && messageBatch == nil ? loop.rawValue : nil, seconds: elapsed.seconds,
             shutdownSeconds: shutdown.seconds, statuses: statuses, firstError: firstError, latency: latency,
             userSeconds: after.userSeconds - before.userSeconds,
             systemSeconds: after.systemSeconds - before.systemSeconds,
             peakRSS: after.peakRSS, statistics: client.statistics,
-            mockConnectionsAccepted: target.mock.map { Int($0.statistics().connectionsAccepted) })
+            mockConnectionsAccepted: target.mock.map { Int($0.statistics().connectionsAccepted) },
+            mockWarmHeaderBytes: target.mock?.statistics().warmHeaderBytesPerRequest)
     }
 }
 
 extension Workload {
+    /// The README's loop as a `main.swift` runs it: top-level code is on the main actor.
+    @MainActor
+    static func batchOnMainActor(_ client: APNsClient, _ notification: APNs.Notification,
+                                 count: Int) async -> Tally.Figures {
+        await read(client.send(notification, to: SyntheticTokens(count: count)))
+    }
+
+    /// One batch's results, counted where the caller runs.
+    nonisolated(nonsending) static func read(_ results: DeliveryResults) async -> Tally.Figures {
+        var f = Tally.Figures()
+        for await result in results {
+            f.statuses[result.status, default: 0] += 1
+            if result.attempts > 0 { _ = f.latency.record(UInt64(result.latency.microseconds)) }
+            if f.firstError == nil, !result.isDelivered {
+                f.firstError = result.error ?? result.reason?.rawValue ?? "status \(result.status)"
+            }
+        }
+        return f
+    }
+
     /// What the callers saw, shared: one histogram for all of them (one each would
     /// cost ~145 KB a caller, which at 20,000 callers is the benchmark measuring itself).
     final class Tally: Sendable {

@@ -69,6 +69,10 @@ struct MockCommand: ParsableCommand {
     var stall = false
     @Flag(help: "Never acknowledge a client's PING (requests are still answered).")
     var noPingAck = false
+    @Option(name: .customLong("clock-offset"),
+            help: ArgumentHelp("Run the mock's clock this many seconds ahead of the machine's (negative: behind), for provider token ages and the date header of error answers.",
+                               valueName: "SECONDS"))
+    var clockOffset: Int64 = 0
     @Flag(help: "Development environment: 200 answers carry apns-unique-id.")
     var sandbox = false
     @Option(help: "Write statistics (JSON) here instead of stderr.")
@@ -154,6 +158,7 @@ struct MockCommand: ParsableCommand {
         c.threads = threads
         c.seed = seed
         c.clientCA = clientCA
+        c.clockOffset = .seconds(clockOffset)
         return c
     }
 }

@@ -8,6 +8,10 @@ import Glibc
 enum Main {
     static func main() async {
         signal(SIGPIPE, SIG_IGN)   // a closed stdout is a write error to report, not a silent death
+        let arguments = CommandLine.arguments.dropFirst()
+        if arguments.first == "doctor" {
+            exit(DoctorRun.main(Array(arguments.dropFirst())))
+        }
         let options: Options
         do {
             options = try Options.parse()

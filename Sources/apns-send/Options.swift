@@ -21,6 +21,7 @@ struct Options: ParsableCommand {
                       --broadcast CHANNEL_ID [--priority 10|5|1] [--expiration UNIX] PAYLOAD.json
                       | --create-channel [--storage-policy 0|1] | --read-channel ID
                       | --delete-channel ID | --list-channels
+            apns-send doctor --topic BUNDLE_ID [credentials] [--env ...] [--endpoint ...] [--cacert ...] [--proxy ...]
             """,
         discussion: """
             Credentials: --key, --key-id and --team-id, or a --config file (the format of \
@@ -112,6 +113,15 @@ struct Options: ParsableCommand {
             by default the --endpoint when one is given). Each prints one record: \
             {"operation","status","apns_request_id","channel_id","reason",...}; a broadcast's \
             record is {"channel_id","status","apns_request_id","apns_unique_id","reason","attempts"}.
+
+            Doctor: apns-send doctor, with the same credentials, --config, --env, --endpoint, \
+            --cacert, --proxy and --timeout, sends no notification; it checks the set-up and \
+            prints one line per check, ✓ or ✗ with what to do: the key file (format, \
+            permissions, key id, team id) or the certificate (dates, topic, environment), DNS \
+            for both APNs hosts (or the --endpoint's), TCP, the proxy, TLS with the chain it \
+            verified and its root, the clock against APNs' date header, and one authenticated \
+            request to the all-zero device token, which APNs refuses with 400 BadDeviceToken \
+            once it accepted the credentials. Exit 0 when every check passed, 1 otherwise.
 
             Exit status: 0 every token (message) delivered; 1 some not delivered (malformed tokens \
             or message lines, APNs refusals, unreachable endpoint, interrupted); 2 nothing sent because of a usage, \

@@ -242,8 +242,8 @@ struct Settings {
     /// Token or certificate: decided by the first source (flags, then --config, then
     /// the environment) that names either, and a source naming both is an error. So a
     /// `--certificate` on the command line wins over APNS_KEY_* in the environment.
-    private static func credentialKind(_ o: Options, file: ConfigFile?,
-                                       environment: (String) -> String?) throws(UsageError) -> CredentialKind {
+    static func credentialKind(_ o: Options, file: ConfigFile?,
+                               environment: (String) -> String?) throws(UsageError) -> CredentialKind {
         let flags = (token: [o.key, o.keyID, o.teamID].contains { $0 != nil },
                      certificate: o.certificate != nil, password: o.certificatePasswordFile != nil)
         if flags.token && (flags.certificate || flags.password) {
@@ -334,8 +334,8 @@ struct Settings {
     /// The proxy as given (`--proxy`, else APNS_PROXY in --config or the environment),
     /// used for every endpoint; else https_proxy/HTTPS_PROXY with NO_PROXY, as curl reads
     /// them. An explicit proxy ignores NO_PROXY: it was asked for by name.
-    private static func proxy(_ given: (source: String, url: String)?,
-                              environment: (String) -> String?) throws(UsageError) -> Proxy? {
+    static func proxy(_ given: (source: String, url: String)?,
+                      environment: (String) -> String?) throws(UsageError) -> Proxy? {
         do throws(Proxy.Error) {
             if let given { return try Proxy(url: given.url) }
             return try Proxy.fromEnvironment(environment)

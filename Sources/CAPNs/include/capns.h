@@ -301,6 +301,53 @@ int capns_manager_request(capns_manager *mg, const char *method, const char *pat
 void capns_manager_response_free(capns_manager_response *r);
 void capns_manager_destroy(capns_manager *mg);
 
+/* A set-up check (apns-send doctor): one request to an APNs host, made step by
+ * step, saying where it stopped: the proxy's CONNECT, TCP, TLS (peer verification
+ * always on: the system's roots plus an extra CA file), or HTTP. It reports the
+ * chain the verifier built (leaf first, the trusted root last) and the answer's
+ * status, reason and "date" header. Blocks; libcurl's easy interface. */
+typedef enum {
+    CAPNS_PROBE_ANSWERED = 0,   /* an HTTP answer came: see status */
+    CAPNS_PROBE_PROXY,          /* the proxy could not be reached or refused CONNECT */
+    CAPNS_PROBE_CONNECT,        /* TCP to the host (or DNS) failed */
+    CAPNS_PROBE_TLS,            /* the handshake failed: an untrusted chain, a bad client certificate... */
+    CAPNS_PROBE_HTTP,           /* connected, but no answer */
+} capns_probe_stage;
+
+typedef struct {
+    const char *host;
+    uint16_t port;
+    const char *ca_file;        /* extra trusted CA (PEM), or NULL */
+    const char *proxy_host;     /* NULL or "": direct (the environment is never read) */
+    uint16_t proxy_port;
+    const char *proxy_username; /* NULL: none */
+    const char *proxy_password;
+    const capns_identity *identity;  /* certificate auth, or NULL */
+    const char *path;           /* e.g. "/3/device/<token>" */
+    const char *jwt;            /* without "bearer "; NULL: no authorization header */
+    const char *topic;          /* NULL: no apns-topic header */
+    const char *push_type;      /* NULL: no apns-push-type header */
+    const char *body;           /* POSTed, NUL-terminated */
+    int timeout_ms;             /* the whole probe; 0 = 10 s */
+} capns_probe_config;
+
+#define CAPNS_PROBE_CHAIN_MAX 8
+
+typedef struct {
+    int failed_at;              /* capns_probe_stage */
+    int32_t status;             /* HTTP status when failed_at is CAPNS_PROBE_ANSWERED */
+    long proxy_status;          /* the proxy's answer to CONNECT; 0 = none */
+    char reason[64];            /* an error body's "reason", or "" */
+    char date[64];              /* the answer's "date" header, or "" */
+    int chain_len;              /* 0 when the chain could not be read */
+    char chain[CAPNS_PROBE_CHAIN_MAX][256];    /* subjects (one line each), leaf first */
+    int root_from_ca_file;      /* the chain's root is a certificate of cfg->ca_file */
+    char error[256];            /* why it stopped, when it did */
+} capns_probe_result;
+
+/* Fills out whatever happened; returns out->failed_at. */
+int capns_probe(const capns_probe_config *cfg, capns_probe_result *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -56,7 +56,7 @@
  * ES256, unknown "iss", an "iss" other than the key's own team, or malformed
  * -> 403 InvalidProviderToken); "iat" older
  * than one hour -> 403 ExpiredProviderToken, more than 60 s in the future ->
- * 403 InvalidProviderToken. A key restricted to one environment, used on a
+ * 403 InvalidProviderToken (both against the mock's clock, see clock_offset_s). A key restricted to one environment, used on a
  * mock of the other (see `sandbox`) -> 403 BadEnvironmentKeyIdInToken. A
  * connection belongs to the team and the key of its first accepted token
  * (another team -> 403 InvalidProviderToken; another key of the same team ->
@@ -206,6 +206,10 @@ typedef struct {
     /* Broadcast channels (iOS 18); see "Broadcast channels" above. */
     uint32_t channel_limit;     /* channels per bundle id; 0 = 10,000 (Apple's) */
     int broadcast_disabled;     /* every channel and broadcast request: 400 FeatureNotEnabled */
+    /* The mock's wall clock runs this many seconds ahead (negative: behind) of the
+     * machine's: provider token iat checks and the "date" header of error answers
+     * use it, so a test can stand for a server whose clock disagrees with the client's. */
+    int64_t clock_offset_s;
 } capns_mock_config;
 
 typedef struct capns_mock capns_mock;
@@ -274,7 +278,15 @@ typedef struct {
     uint64_t channels_created;
     uint64_t channels_deleted;
     uint64_t channels_refused;          /* creates over the limit (CannotCreateChannelConfig) */
+    /* Request header blocks and their HPACK-encoded size (padding and priority
+     * fields excluded, CONTINUATION included): what a client's headers cost on the
+     * wire. "warm": past a connection's first CAPNS_MOCK_HEADER_WARMUP requests,
+     * when the client's HPACK table holds what it indexes. */
+    uint64_t header_blocks, header_block_bytes;
+    uint64_t warm_header_blocks, warm_header_block_bytes;
 } capns_mock_stats;
+
+#define CAPNS_MOCK_HEADER_WARMUP 100
 
 void capns_mock_get_stats(capns_mock *m, capns_mock_stats *out);
 
