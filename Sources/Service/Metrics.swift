@@ -44,6 +44,14 @@ final class ServiceMetrics: Sendable {
                 [("app", app), ("reason", reason)]).increment()
     }
 
+    /// APNs refused the app's provider key for the environment it was sent to: a
+    /// configuration error to alert on (the deliveries wait in the outbox).
+    func keyRefused(app: String, reason: String) {
+        counter("apns_server_key_refused_total",
+                "Deliveries put back because APNs refused the provider key for that environment",
+                [("app", app), ("reason", reason)]).increment()
+    }
+
     func notification(app: String, deliveries: Int) {
         counter("apns_server_notifications_total", "Notifications accepted", [("app", app)]).increment()
         counter("apns_server_deliveries_enqueued_total", "Deliveries written to the outbox", [("app", app)])

@@ -14,6 +14,10 @@ import Synchronization
 /// - 410: deactivate the token unless it was registered after APNs' timestamp;
 /// - DeviceTokenNotForTopic: deactivate now;
 /// - BadDeviceToken: once in the other environment (same apns-id), then deactivate;
+/// - a provider key refused for this environment: the operator's configuration, not
+///   the device's: the token is kept, the delivery goes back to the outbox with
+///   backoff (a corrected key sends it, same apns-id) and `apns_server_key_refused_total`
+///   rises for an alert;
 /// - anything else: failed, the token untouched.
 final class OutboxWorker: Service, Sendable {
     let config: ServerConfig
@@ -283,6 +287,8 @@ final class OutboxWorker: Service, Sendable {
             return .release(reason: reason ?? (result.status == 0 ? "NoAnswer" : String(result.status)))
         default:
             switch result.reason {
+            case .badEnvironmentKeyIdInToken?, .badEnvironmentKeyInToken?:
+                return .release(reason: reason!)
             case .unregistered?, .expiredToken?:
                 return final(false, .deactivate(reason: reason!, registeredBefore: result.timestamp ?? now))
             case .deviceTokenNotForTopic?:
@@ -419,6 +425,7 @@ final class OutcomeSink: Sendable {
         case .final(let final):
             outcome = (final, claimed.appType, type)
         case .release(let reason):
+            if Self.keyRefusals.contains(reason) { metrics.keyRefused(app: claimed.appType, reason: reason) }
             let attempts = claimed.attempts + 1
             if attempts >= config.maxAttempts {
                 outcome = (DeliveryOutcome(deliveryID: claimed.id, delivered: false, status: 0, reason: reason,
@@ -445,6 +452,10 @@ final class OutcomeSink: Sendable {
             }
         }
     }
+
+    /// Answers that refuse the provider key itself for this environment: every
+    /// delivery signed with it fails alike until the configuration is fixed.
+    static let keyRefusals: Set<String> = ["BadEnvironmentKeyIdInToken", "BadEnvironmentKeyInToken"]
 
     /// base × 2^(attempts-1), capped, with ±25 % jitter so a burst does not return as one.
     static func backoff(attempts: Int, config: ServerConfig.WorkerConfig) -> Int64 {

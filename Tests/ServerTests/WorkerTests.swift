@@ -313,3 +313,46 @@ extension WorkerTests {
         }
     }
 }
+
+/// A provider key restricted to the other environment is the operator's error, not
+/// the device's: the token stays, the delivery waits in the outbox, an alert metric
+/// rises, and once the key is accepted the delivery goes with its original apns-id.
+@Suite struct KeyRefusedWorkerTests {
+    @Test func aKeyRefusedForTheEnvironmentKeepsTheTokenAndTheDelivery() async throws {
+        let token = Harness.tokens(1, seed: 71)[0]
+        let refusing = try Harness.mock(sandbox: false) { $0.keyEnvironments = [Harness.pki.keyID: .sandbox] }
+        let answering = try Harness.mock(sandbox: false)
+        defer { refusing.stop(); answering.stop() }
+        let server = ServerProcess(sandbox: nil, production: refusing)
+        try await server.start()
+        await BackendAPITests.register(server, user: "keyed", token: token)
+        let id = try await WorkerTests.notify(server, users: ["keyed"])
+
+        // Hang guard only: the refusal comes with the first attempt.
+        let end = Date().addingTimeInterval(60)
+        var metrics = ""
+        while Date() < end {
+            metrics = await server.metrics().body
+            if metrics.contains("apns_server_key_refused_total{") { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(metrics.contains(#"apns_server_key_refused_total{app="staff",reason="BadEnvironmentKeyIdInToken"}"#),
+                "\(metrics.split(separator: "\n").filter { $0.contains("key_refused") })")
+        let waiting = await WorkerTests.deliveries(server, id)[token]
+        #expect(waiting?["state"] as? String == "pending", "\(String(describing: waiting))")
+        #expect(await WorkerTests.tokenCount(server, user: "keyed") == 1, "the token is kept")
+        #expect(refusing.attempts(for: token) >= 1)
+        let apnsID = try #require(waiting?["apns_id"] as? String)
+        #expect(await server.stop() == 0)
+
+        // The operator fixes the key (here: an APNs that accepts it) and starts again.
+        try server.retarget(production: answering)
+        try await server.start()
+        defer { Task { await server.stop() } }
+        try await server.drained()
+        let sent = await WorkerTests.deliveries(server, id)[token]
+        #expect(sent?["status"] as? Int == 200, "\(String(describing: sent))")
+        #expect(sent?["apns_id"] as? String == apnsID)
+        #expect(answering.attempts(for: token) == 1)
+    }
+}
