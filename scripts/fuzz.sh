@@ -16,14 +16,25 @@
 # from fuzz/corpus/<name>/ (new finds go to .build-fuzz/corpus/<name>/, the
 # checked-in seeds stay small). A crash stops the script with the reproducer's
 # path (the harnesses running beside it finish first): rerun it with `.build-fuzz/<name> <file>`.
-#   scripts/fuzz.sh [--short] [NAME...]     --short: 5 s each (make test, CI)
+#   scripts/fuzz.sh [--short] [--build-only|--no-build] [NAME...]
+#     --short: 5 s each (make test, CI); --build-only: compile the harnesses, run none;
+#     --no-build: run the harnesses a --build-only run left (make test compiles them
+#     while the suite runs).
 # Env: FUZZ_SECONDS; CC and SWIFTC (default: the Swift toolchain's clang and swiftc,
 # which carry libFuzzer and the sanitizer runtimes; lld comes with them).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${FUZZ_SECONDS:-60}
-if [ "${1:-}" = --short ]; then seconds=${FUZZ_SECONDS:-5}; shift; fi
-names=("$@")
+build=1 fuzz=1 names=()
+for arg in "$@"; do
+  case $arg in
+    --short) seconds=${FUZZ_SECONDS:-5} ;;
+    --build-only) fuzz=0 ;;
+    --no-build) build=0 ;;
+    -*) echo "usage: $0 [--short] [--build-only|--no-build] [NAME...]" >&2; exit 2 ;;
+    *) names+=("$arg") ;;
+  esac
+done
 [ ${#names[@]} -gt 0 ] || names=(mock_json mock_jwt mock_judge mock_conn h2_client error_body proxy_answer key_pem swift_payload swift_tokens)
 
 toolchain=$(dirname "$(readlink -f "$(command -v swift)")")
@@ -119,9 +130,12 @@ sources=(Sources/CAPNs/*.c Sources/CAPNsMock/*.c fuzz/mock_fixture.c)
 for name in "${names[@]}"; do
   case $name in swift_*) ;; *) sources+=("fuzz/fuzz_$name.c") ;; esac
 done
-echo "== compile: ${#sources[@]} C files, then ${#names[@]} harnesses"
-each compile "${sources[@]}" || { echo "fuzz.sh: compiling failed" >&2; exit 1; }
-each build "${names[@]}" || { echo "fuzz.sh: building a harness failed" >&2; exit 1; }
+if [ "$build" = 1 ]; then
+  echo "== compile: ${#sources[@]} C files, then ${#names[@]} harnesses"
+  each compile "${sources[@]}" || { echo "fuzz.sh: compiling failed" >&2; exit 1; }
+  each build "${names[@]}" || { echo "fuzz.sh: building a harness failed" >&2; exit 1; }
+fi
+[ "$fuzz" = 1 ] || exit 0
 
 run() {
   local name=$1
