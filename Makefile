@@ -2,12 +2,14 @@
 # Every target installs what is missing (Debian packages, as root), then builds; clang with
 # libFuzzer and the sanitizer runtimes, and lld, come with the Swift toolchain.
 #
-#   make demo      build, a throw-away key and certificate, apns-mock on 127.0.0.1, one send
-#   make demo-server  the same with apns-server: two devices registered, one event, its log
-#   make test      what CI runs (about 20 min from a clean clone on 2 cores, each phase timed): the whole suite, then
-#                  every fuzz harness for a few seconds (fuzz.sh --short) and the sanitizer
-#                  check on a smaller run (sanitize.sh --short: ASan/UBSan tests of the shim
-#                  and the mock, a 10k-request leak check per transport)
+#   make demo      build apns-mock and apns-send, a throw-away key and certificate, apns-mock
+#                  on 127.0.0.1, one send
+#   make demo-server  the same with apns-server (a debug build): two devices registered, one
+#                  event, its log
+#   make test      what CI runs (scripts/test.sh: it prints each phase's time and the total):
+#                  the whole suite, then every fuzz harness for a few seconds (fuzz.sh --short)
+#                  and the sanitizer check on a smaller run (sanitize.sh --short: ASan/UBSan
+#                  tests of the shim and the mock, a 10k-request leak check per transport)
 #   make soak      the long variants: the suite with APNS_SOAK=1 (fault matrix at 100k
 #                  tokens, CLI memory at 1M), then `make fuzz` and `make sanitize`
 #   make fuzz      every libFuzzer harness, FUZZ_SECONDS each (default 60)
