@@ -36,6 +36,7 @@ setsid nice -n 19 scripts/timed.sh checks-build \
   bash -c 'scripts/fuzz.sh --build-only && scripts/sanitize.sh --short --build-only' >"$log" 2>&1 &
 checks=$!
 trap 'kill -- -$checks 2>/dev/null' EXIT
+trap 'exit 130' INT TERM
 
 # A hung test must fail the run, not stall it; a run that crashed leaves no server behind:
 # this checkout's apns-server and apns-mock children are killed after it, whatever its outcome.
