@@ -59,14 +59,15 @@ if [ "$build" = 1 ] && [ "$leak" = 1 ]; then
     -lcurl -lnghttp2 -lssl -lcrypto -lpthread -o "$out/leak_drive"
 fi
 [ "$run" = 1 ] || exit 0
-export APNS_CORE_ONLY=1
+# The test bundle runs directly, as scripts/test.sh runs the suite's.
+tests=("$out/debug/apns-enginePackageTests.xctest" --testing-library swift-testing)
 
 if [ "$swift_tests" = 1 ]; then
   echo "== swift test: CAPNsTests, APNsMockTests, ShutdownRaceTests"
   # Swift's own runtime keeps some allocations to exit; leaks are judged by step 2.
   # timeout: a hang fails the run (the sanitized tests take ~25 s here).
   ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" \
-    timeout 1200 swift test --skip-build "${asan[@]}" --filter "CAPNsTests|APNsMockTests|ShutdownRaceTests" \
+    timeout 1200 "${tests[@]}" --filter "CAPNsTests|APNsMockTests|ShutdownRaceTests" \
     >"$out/sanitize-tests.log" 2>&1 || true
   # Judged by the log; its "Test run" line is not echoed, so that the last one in make
   # test's output stays the whole suite's.
@@ -85,7 +86,7 @@ if [ "$swift_tests" = 1 ]; then
   # the two test-tooling allocations kept to exit (XCTest's, Foundation's Process).
   echo "== swift test with LeakSanitizer: the engine's cancellation, burst and shutdown tests"
   ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=1" LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp" \
-    timeout 600 swift test --skip-build "${asan[@]}" \
+    timeout 600 "${tests[@]}" \
     --filter "cancellingHalfTheCallers|aBurstOfTwentyThousand|ShutdownRaceTests" >"$out/leak-tests.log" 2>&1 || {
     grep -E "✘|error:|ERROR: |SUMMARY|Direct leak" "$out/leak-tests.log" | head -n 40 >&2
     echo "sanitize.sh: the leak-checked engine tests failed; see $out/leak-tests.log" >&2
