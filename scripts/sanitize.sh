@@ -63,7 +63,7 @@ fi
 tests=("$out/debug/apns-enginePackageTests.xctest" --testing-library swift-testing)
 
 if [ "$swift_tests" = 1 ]; then
-  echo "== swift test: CAPNsTests, APNsMockTests, ShutdownRaceTests"
+  echo "== sanitized tests: CAPNsTests, APNsMockTests, ShutdownRaceTests"
   # Swift's own runtime keeps some allocations to exit; leaks are judged by step 2.
   # timeout: a hang fails the run (the sanitized tests take ~25 s here).
   ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" \
@@ -84,7 +84,7 @@ if [ "$swift_tests" = 1 ]; then
   # C message a cancelled or shut-down send took must be released (a skipped release
   # shows as thousands of leaked capns_message_create blocks). scripts/lsan.supp names
   # the two test-tooling allocations kept to exit (XCTest's, Foundation's Process).
-  echo "== swift test with LeakSanitizer: the engine's cancellation, burst and shutdown tests"
+  echo "== tests with LeakSanitizer: the engine's cancellation, burst and shutdown tests"
   ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=1" LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp" \
     timeout 600 "${tests[@]}" \
     --filter "cancellingHalfTheCallers|aBurstOfTwentyThousand|ShutdownRaceTests" >"$out/leak-tests.log" 2>&1 || {
