@@ -2,12 +2,14 @@
 # Every target installs what is missing (Debian packages, as root), then builds; clang with
 # libFuzzer and the sanitizer runtimes, and lld, come with the Swift toolchain.
 #
-#   make demo      build, a throw-away key and certificate, apns-mock on 127.0.0.1, one send
-#   make demo-server  the same with apns-server: two devices registered, one event, its log
-#   make test      what CI runs (about 20 min from a clean clone on 2 cores, each phase timed): the whole suite, then
-#                  every fuzz harness for a few seconds (fuzz.sh --short) and the sanitizer
-#                  check on a smaller run (sanitize.sh --short: ASan/UBSan tests of the shim
-#                  and the mock, a 10k-request leak check per transport)
+#   make demo      build apns-mock and apns-send, a throw-away key and certificate, apns-mock
+#                  on 127.0.0.1, one send
+#   make demo-server  the same with apns-server (a debug build): two devices registered, one
+#                  event, its log
+#   make test      what CI runs (scripts/test.sh: it prints each phase's time and the total):
+#                  the whole suite, then every fuzz harness for a few seconds (fuzz.sh --short)
+#                  and the sanitizer check on a smaller run (sanitize.sh --short: ASan/UBSan
+#                  tests of the shim and the mock, a 10k-request leak check per transport)
 #   make soak      the long variants: the suite with APNS_SOAK=1 (fault matrix at 100k
 #                  tokens, CLI memory at 1M), then `make fuzz` and `make sanitize`
 #   make fuzz      every libFuzzer harness, FUZZ_SECONDS each (default 60)
@@ -41,30 +43,24 @@ build: deps
 keys:
 	@scripts/gen-pki.sh $(DEMO_DIR)/pki
 
-demo: build keys
+# Each demo builds only the programs it runs: apns-send and apns-mock need none of the
+# service's dependencies (Hummingbird, NIO, BoringSSL, GRDB, PostgresNIO).
+demo: deps keys
+	@for product in apns-mock apns-send; do $(SWIFT) build -c $(CONFIG) --product $$product || exit; done
 	@scripts/demo.sh "$$($(SWIFT) build -c $(CONFIG) --show-bin-path)" $(DEMO_DIR)
 
 # apns-server on loopback: apns-mock, the service (examples/server config), two devices
 # registered with the seed's own calls, one event, its delivery log; SIGTERM drain.
-demo-server: build keys
-	@scripts/demo-server.sh "$$($(SWIFT) build -c $(CONFIG) --show-bin-path)" $(DEMO_DIR)
+# A debug build: the service's dependencies take several times longer to build
+# optimized, a demo of a few requests does not need it, and make test builds the same.
+DEMO_SERVER_CONFIG ?= debug
+demo-server: deps keys
+	@for product in apns-mock apns-server; do $(SWIFT) build -c $(DEMO_SERVER_CONFIG) --product $$product || exit; done
+	@scripts/demo-server.sh "$$($(SWIFT) build -c $(DEMO_SERVER_CONFIG) --show-bin-path)" $(DEMO_DIR)
 
-# A hung test must fail the run, not stall it: the suite takes ~70 s here (a soak run longer).
-# A run that crashed leaves no server behind: this checkout's apns-server and
-# apns-mock children are killed after it, whatever its outcome.
-# The engine's races and its 10,000-token fault matrix run after the rest, on their own:
-# beside the server suites (hundreds of hostile sockets, three servers on one PostgreSQL)
-# two cores leave them starved for seconds at a time, which their deadlines read as
-# faults. Alone they prove the same things without racing the machine.
-ALONE := FaultMatrixTests|ShutdownRaceTests
-
+# The phases, each timed, and the total: scripts/test.sh.
 test: deps
-	scripts/timed.sh build $(SWIFT) build --build-tests
-	scripts/timed.sh tests timeout 1200 $(SWIFT) test --skip-build --skip '$(ALONE)'; status=$$?; \
-	  pkill -9 -f '^$(CURDIR)/\.build/[^ ]*/apns-(server|mock) ' || true; exit $$status
-	scripts/timed.sh tests-alone timeout 600 $(SWIFT) test --skip-build --filter '$(ALONE)'
-	scripts/timed.sh fuzz scripts/fuzz.sh --short
-	scripts/timed.sh sanitize scripts/sanitize.sh --short
+	SWIFT=$(SWIFT) scripts/test.sh
 
 soak: deps
 	$(SWIFT) build --build-tests

@@ -142,3 +142,19 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "TestSupport"]),
     ]
 )
+
+// scripts/sanitize.sh checks the C shim, the mock and the engine under AddressSanitizer:
+// with APNS_CORE_ONLY set, the manifest holds only those and their tests, so that its
+// sanitized build does not compile the service's dependencies (NIO, BoringSSL, SQLite,
+// PostgreSQL), which it never runs.
+if Context.environment["APNS_CORE_ONLY"] != nil {
+    let core: Set<String> = ["CAPNs", "CAPNsMock", "APNs", "APNsMock", "apns-send", "apns-mock",
+                             "TestSupport", "CAPNsTests", "APNsMockTests", "APNsTests"]
+    let coreDependencies = ["swift-log", "swift-metrics", "swift-service-lifecycle", "swift-argument-parser"]
+    package.targets.removeAll { !core.contains($0.name) }
+    package.products.removeAll { !core.contains($0.name) }
+    package.dependencies.removeAll { dependency in
+        guard case .sourceControl(_, let location, _) = dependency.kind else { return false }
+        return !coreDependencies.contains { location.hasSuffix("/" + $0) }
+    }
+}

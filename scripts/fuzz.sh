@@ -12,18 +12,29 @@
 #   key_pem      the sender's .p8 loader (jwt.c)
 #   swift_payload  JSONCompactor and DeviceToken (Sources/APNs), built with swiftc
 #   swift_tokens   apns-send's token-file reader and --resume record reader (Sources/apns-send)
-# Each runs FUZZ_SECONDS (default 60) with AddressSanitizer + UBSan, starting
+# Each runs FUZZ_SECONDS (default 60; one harness a core) with AddressSanitizer + UBSan, starting
 # from fuzz/corpus/<name>/ (new finds go to .build-fuzz/corpus/<name>/, the
 # checked-in seeds stay small). A crash stops the script with the reproducer's
-# path: rerun it with `.build-fuzz/<name> <file>`.
-#   scripts/fuzz.sh [--short] [NAME...]     --short: 5 s each (make test, CI)
+# path (the harnesses running beside it finish first): rerun it with `.build-fuzz/<name> <file>`.
+#   scripts/fuzz.sh [--short] [--build-only|--no-build] [NAME...]
+#     --short: 5 s each (make test, CI); --build-only: compile the harnesses, run none;
+#     --no-build: run the harnesses a --build-only run left (make test compiles them
+#     while the suite runs).
 # Env: FUZZ_SECONDS; CC and SWIFTC (default: the Swift toolchain's clang and swiftc,
 # which carry libFuzzer and the sanitizer runtimes; lld comes with them).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${FUZZ_SECONDS:-60}
-if [ "${1:-}" = --short ]; then seconds=${FUZZ_SECONDS:-5}; shift; fi
-names=("$@")
+build=1 fuzz=1 names=()
+for arg in "$@"; do
+  case $arg in
+    --short) seconds=${FUZZ_SECONDS:-5} ;;
+    --build-only) fuzz=0 ;;
+    --no-build) build=0 ;;
+    -*) echo "usage: $0 [--short] [--build-only|--no-build] [NAME...]" >&2; exit 2 ;;
+    *) names+=("$arg") ;;
+  esac
+done
 [ ${#names[@]} -gt 0 ] || names=(mock_json mock_jwt mock_judge mock_conn h2_client error_body proxy_answer key_pem swift_payload swift_tokens)
 
 toolchain=$(dirname "$(readlink -f "$(command -v swift)")")
@@ -32,29 +43,51 @@ SWIFTC=${SWIFTC:-$toolchain/swiftc}
 out="$root/.build-fuzz"
 mkdir -p "$out"
 
-# lld: gold warns about every ASan symbol it cannot export.
-cflags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fuse-ld=lld
+cflags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
         -D_GNU_SOURCE -Wall -Wno-unused-parameter
         -I"$root/Sources/CAPNs/include" -I"$root/Sources/CAPNs"
         -I"$root/Sources/CAPNsMock/include" -I"$root/Sources/CAPNsMock")
-mock_all=("$root"/Sources/CAPNsMock/*.c)
-shim_all=("$root"/Sources/CAPNs/*.c)
 libs=(-lnghttp2 -lssl -lcrypto -lpthread)
+jobs=$(nproc 2>/dev/null || echo 2)
+
+# Each C source is compiled once (both cores at a time) and each harness links the
+# objects it needs: the mock's and the shim's files serve several harnesses.
+obj="$out/obj"
+mkdir -p "$obj"
+o() { local src; for src in "$@"; do src=${src#"$root"/}; echo "$obj/${src//\//_}.o"; done; }
+each() {  # FUNCTION ARG...: FUNCTION ARG for every ARG, $jobs at a time; fails when any failed
+  local fn=$1 arg pid pids=() failed=0
+  shift
+  for arg in "$@"; do
+    "$fn" "$arg" &
+    pids+=($!)
+    if [ ${#pids[@]} -ge "$jobs" ]; then wait "${pids[0]}" || failed=1; pids=("${pids[@]:1}"); fi
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  return $failed
+}
+compile() { "$CC" "${cflags[@]}" -c "$1" -o "$(o "$1")"; }
+mock_all=($(cd "$root" && o Sources/CAPNsMock/*.c))
+shim_all=($(cd "$root" && o Sources/CAPNs/*.c))
+fixture=$(o fuzz/mock_fixture.c)
+jwt=$(o Sources/CAPNs/jwt.c)
+
+link() {  # NAME OBJECT...: the harness NAME from its main (fuzz/fuzz_NAME.c) and OBJECTs
+  local name=$1; shift
+  case $name in
+    h2_client|error_body|proxy_answer) set -- "$@" -lcurl ;;
+  esac
+  # lld: gold warns about every ASan symbol it cannot export.
+  "$CC" "${cflags[@]}" -fuse-ld=lld "$(o "fuzz/fuzz_$name.c")" "$@" -o "$out/$name" "${libs[@]}"
+}
 
 build() {
   local name=$1
   case $name in
-    mock_json)  "$CC" "${cflags[@]}" fuzz/fuzz_mock_json.c Sources/CAPNsMock/json.c -o "$out/$name" "${libs[@]}" ;;
-    mock_jwt)   "$CC" "${cflags[@]}" fuzz/fuzz_mock_jwt.c fuzz/mock_fixture.c "${mock_all[@]}" \
-                  Sources/CAPNs/jwt.c -o "$out/$name" "${libs[@]}" ;;
-    mock_judge) "$CC" "${cflags[@]}" fuzz/fuzz_mock_judge.c fuzz/mock_fixture.c "${mock_all[@]}" \
-                  Sources/CAPNs/jwt.c -o "$out/$name" "${libs[@]}" ;;
-    mock_conn)  "$CC" "${cflags[@]}" fuzz/fuzz_mock_conn.c fuzz/mock_fixture.c "${mock_all[@]}" \
-                  Sources/CAPNs/jwt.c -o "$out/$name" "${libs[@]}" ;;
-    h2_client)  "$CC" "${cflags[@]}" fuzz/fuzz_h2_client.c "${shim_all[@]}" -o "$out/$name" -lcurl "${libs[@]}" ;;
-    error_body) "$CC" "${cflags[@]}" fuzz/fuzz_error_body.c "${shim_all[@]}" -o "$out/$name" -lcurl "${libs[@]}" ;;
-    proxy_answer) "$CC" "${cflags[@]}" fuzz/fuzz_proxy_answer.c "${shim_all[@]}" -o "$out/$name" -lcurl "${libs[@]}" ;;
-    key_pem)    "$CC" "${cflags[@]}" fuzz/fuzz_key_pem.c Sources/CAPNs/jwt.c -o "$out/$name" "${libs[@]}" ;;
+    mock_json)  link "$name" "$(o Sources/CAPNsMock/json.c)" ;;
+    mock_jwt|mock_judge|mock_conn) link "$name" "$fixture" "${mock_all[@]}" "$jwt" ;;
+    h2_client|error_body|proxy_answer) link "$name" "${shim_all[@]}" ;;
+    key_pem)    link "$name" "$jwt" ;;
     swift_payload)
       "$SWIFTC" -sanitize=fuzzer,address -parse-as-library -O -module-name APNs -use-ld=lld \
         fuzz/swift/PayloadFuzz.swift Sources/APNs/JSONCompactor.swift Sources/APNs/DeviceToken.swift \
@@ -87,10 +120,26 @@ if [ ! -f "$keys/pkcs8_p256" ]; then
 fi
 
 for name in "${names[@]}"; do
-  echo "== $name: build"
-  build "$name"
+  case $name in
+    mock_json|mock_jwt|mock_judge|mock_conn|h2_client|error_body|proxy_answer|key_pem|swift_payload|swift_tokens) ;;
+    *) echo "fuzz.sh: unknown harness $name" >&2; exit 2 ;;
+  esac
+done
+
+sources=(Sources/CAPNs/*.c Sources/CAPNsMock/*.c fuzz/mock_fixture.c)
+for name in "${names[@]}"; do
+  case $name in swift_*) ;; *) sources+=("fuzz/fuzz_$name.c") ;; esac
+done
+if [ "$build" = 1 ]; then
+  echo "== compile: ${#sources[@]} C files, then ${#names[@]} harnesses"
+  each compile "${sources[@]}" || { echo "fuzz.sh: compiling failed" >&2; exit 1; }
+  each build "${names[@]}" || { echo "fuzz.sh: building a harness failed" >&2; exit 1; }
+fi
+[ "$fuzz" = 1 ] || exit 0
+
+run() {
+  local name=$1
   mkdir -p "$out/corpus/$name" "$out/crashes/$name" "fuzz/corpus/$name"
-  echo "== $name: ${seconds}s"
   # -rss_limit_mb: the deep-nesting and huge-frame inputs must not pass by eating memory;
   # -timeout: one input that takes this long is a hang to report (libFuzzer's default is 20 min).
   if ! "$out/$name" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
@@ -98,8 +147,10 @@ for name in "${names[@]}"; do
        >"$out/$name.log" 2>&1; then
     tail -n 40 "$out/$name.log" >&2
     echo "fuzz.sh: $name FAILED; reproducer in $out/crashes/$name/" >&2
-    exit 1
+    return 1
   fi
-  grep -E '^stat::number_of_executed_runs|^#[0-9]+.*DONE' "$out/$name.log" | tail -n 2
-done
+  echo "== $name: ${seconds}s: $(grep -aE '^#[0-9]+[[:space:]]+DONE' "$out/$name.log" | tail -n 1)"
+}
+# One harness a core: each is single-threaded, and its seconds are its own.
+each run "${names[@]}" || exit 1
 echo "fuzz.sh: all harnesses ran clean (${seconds}s each)"

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# make test: what CI runs, phase by phase, each timed (scripts/timed.sh), then the total.
+#   build        swift build --build-tests (debug)
+#   tests        the suite, less the engine's races and its fault matrix (ALONE)
+#   checks-build the fuzz harnesses and the sanitized build (fuzz.sh and sanitize.sh
+#                --build-only), compiled beside the suite at the lowest CPU priority
+#   tests-alone  ALONE, on their own once that build is done
+#   fuzz         every libFuzzer harness for a few seconds (fuzz.sh --short)
+#   sanitize     ASan/UBSan tests of the shim and the mock, a 10k-request leak check
+#                per transport (sanitize.sh --short)
+# The suite waits on sockets, child processes and PostgreSQL far more than it computes:
+# at nice 19 the checks' compilers take only the CPU it leaves idle, and a test that
+# wants a core gets it at once.
+# The engine's races and its 10,000-token fault matrix run after the rest, on their own:
+# beside the server suites (hundreds of hostile sockets, three servers on one PostgreSQL)
+# two cores leave them starved for seconds at a time, which their deadlines read as
+# faults. Alone they prove the same things without racing the machine.
+#   scripts/test.sh        Env: SWIFT (default swift).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+swift=${SWIFT:-swift}
+alone='FaultMatrixTests|ShutdownRaceTests'
+start=$(date +%s)
+
+failed() {
+  echo "== make test: FAILED in phase $1 after $(( $(date +%s) - start )) s" >&2
+  exit 1
+}
+
+scripts/timed.sh build "$swift" build --build-tests || failed build
+
+# Its own process group, so that a failed run stops the whole build, compilers included.
+log=.build/checks-build.log
+setsid nice -n 19 scripts/timed.sh checks-build \
+  bash -c 'scripts/fuzz.sh --build-only && scripts/sanitize.sh --short --build-only' >"$log" 2>&1 &
+checks=$!
+trap 'kill -- -$checks 2>/dev/null' EXIT
+trap 'exit 130' INT TERM
+
+# The test bundle runs directly: `swift test --skip-build` would load and plan the
+# package again for every run (tens of CPU-seconds on two cores) and start the bundle
+# twice, once for XCTest, which has no tests here.
+tests=(.build/debug/apns-enginePackageTests.xctest --testing-library swift-testing)
+
+# A hung test must fail the run, not stall it; a run that crashed leaves no server behind:
+# this checkout's apns-server and apns-mock children are killed after it, whatever its outcome.
+scripts/timed.sh tests timeout 1200 "${tests[@]}" --skip "$alone"
+status=$?
+pkill -9 -f "^$root/\\.build/[^ ]*/apns-(server|mock) " || true
+[ $status = 0 ] || failed tests
+
+waited=$(date +%s)
+wait $checks
+status=$?
+trap - EXIT
+tail -n 1 "$log"
+echo "   (waited $(( $(date +%s) - waited )) s for it after the suite)"
+if [ $status != 0 ]; then
+  tail -n 40 "$log" >&2
+  failed checks-build
+fi
+
+scripts/timed.sh tests-alone timeout 600 "${tests[@]}" --filter "$alone" || failed tests-alone
+scripts/timed.sh fuzz scripts/fuzz.sh --short --no-build || failed fuzz
+scripts/timed.sh sanitize scripts/sanitize.sh --short --no-build || failed sanitize
+echo "== make test: passed in $(( $(date +%s) - start )) s"
