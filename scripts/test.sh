@@ -47,7 +47,7 @@ tests=(.build/debug/apns-enginePackageTests.xctest --testing-library swift-testi
 # this checkout's apns-server and apns-mock children are killed after it, whatever its outcome.
 scripts/timed.sh tests timeout 1200 "${tests[@]}" --skip "$alone"
 status=$?
-pkill -9 -f "^$root/\\.build/[^ ]*/apns-(server|mock) " || true
+pkill -9 -f "^$root/\\.build/[^ ]*/apns-(server|server-testclock|mock) " || true
 [ $status = 0 ] || failed tests
 
 waited=$(date +%s)
