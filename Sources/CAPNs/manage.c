@@ -52,12 +52,7 @@ capns_manager *capns_manager_create(const capns_manager_config *cfg, char *err, 
         return NULL;
     }
     CURL *e = mg->easy;
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    capns__curl_apns_defaults(e);
     if (mg->ca_blob) {
         struct curl_blob blob = {mg->ca_blob, mg->ca_blob_len, CURL_BLOB_NOCOPY};
         curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);

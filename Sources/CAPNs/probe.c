@@ -152,12 +152,7 @@ int capns_probe(const capns_probe_config *cfg, capns_probe_result *out)
     snprintf(url, sizeof url, "https://%s%s%s:%u%s", v6 ? "[" : "", cfg->host, v6 ? "]" : "", (unsigned)cfg->port,
              cfg->path);
     curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    capns__curl_apns_defaults(e);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(cfg->timeout_ms > 0 ? cfg->timeout_ms : 10000));
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
     if (ca_blob) {

@@ -131,4 +131,9 @@ void capns__take_header(const char *line, size_t len, const char *name, char *ou
  * ca_file cannot be read. */
 bool capns__curl_ca_blob(const char *ca_file, char **blob, size_t *len, char *err, size_t errlen);
 
+/* What every libcurl handle to APNs must say, set in one place: https only, HTTP/2 over
+ * TLS 1.2 or later, the peer and its name verified (never turned off), no signals.
+ * `easy` is a CURL *. */
+void capns__curl_apns_defaults(void *easy);
+
 #endif

@@ -348,6 +348,17 @@ static bool append_file(char **buf, size_t *len, const char *path)
     return ok;
 }
 
+void capns__curl_apns_defaults(void *easy)
+{
+    CURL *e = easy;
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+}
+
 /* The system's bundle as OpenSSL names it (SSL_CERT_FILE, else its built-in path),
  * the file the nghttp2 transport's SSL_CTX_set_default_verify_paths reads, so every
  * curl handle trusts the same roots as it; then ca_file. CURLOPT_CAINFO alone would
@@ -395,11 +406,8 @@ static xfer *xfer_new(curl_transport *t)
     CURL *e = x->easy;
     x->t = t;
     curl_easy_setopt(e, CURLOPT_PRIVATE, x);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+    capns__curl_apns_defaults(e);
     curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     if (t->ca_blob) {
         struct curl_blob blob = {t->ca_blob, t->ca_blob_len, CURL_BLOB_NOCOPY};
         curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);

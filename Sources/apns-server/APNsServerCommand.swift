@@ -1,8 +1,5 @@
 import ArgumentParser
 import Foundation
-import Logging
-import Metrics
-import Prometheus
 import Service
 
 /// Thin: the service is the Service library's `buildApplication`; this reads the
@@ -49,20 +46,13 @@ struct APNsServerCommand: AsyncParsableCommand {
         guard let config = APNsServer.loadConfig(path: path, environment: ProcessInfo.processInfo.environment) else {
             throw ExitCode(2)
         }
-        let level = Logger.Level(rawValue: config.logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
-        let logger = Logger(label: "apns-server")
+        let logger = APNsServer.bootstrapLogging(config)
         if checkConfig {
             let status = await APNsServer.check(config: config, logger: logger)
             if status != 0 { throw ExitCode(status) }
             return
         }
-        let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        let registry = APNsServer.bootstrapMetrics()
         let status = await APNsServer.serve(config: config, dependencies: Dependencies(metrics: registry), logger: logger)
         if status != 0 { throw ExitCode(status) }
     }

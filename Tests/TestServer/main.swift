@@ -1,7 +1,5 @@
 import Foundation
 import Logging
-import Metrics
-import Prometheus
 import Service
 
 // apns-server for tests that move time: the same service, its clock read from a
@@ -22,15 +20,8 @@ let clockPath = arguments[clock + 1]
 guard FileManager.default.isReadableFile(atPath: clockPath) else { fail("cannot read the clock file \(clockPath)") }
 guard let config = APNsServer.loadConfig(path: arguments[configFlag + 1],
                                          environment: ProcessInfo.processInfo.environment) else { exit(2) }
-let level = Logger.Level(rawValue: config.logLevel) ?? .info
-LoggingSystem.bootstrap { label in
-    var handler = StreamLogHandler.standardError(label: label)
-    handler.logLevel = level
-    return handler
-}
-let logger = Logger(label: "apns-server")
+let logger = APNsServer.bootstrapLogging(config)
 logger.warning("test clock: the time is read from \(clockPath)")
-let registry = PrometheusCollectorRegistry()
-MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+let registry = APNsServer.bootstrapMetrics()
 exit(await APNsServer.serve(config: config, dependencies: Dependencies(clock: FileClock(path: clockPath), metrics: registry),
                             logger: logger))

@@ -3,6 +3,8 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import Logging
+import Metrics
+import Prometheus
 import ServiceLifecycle
 import Store
 
@@ -15,6 +17,26 @@ public enum APNsServer {
         Environment variables override the file's values:
         \(ServerConfig.environmentVariables.map { "  \($0.name) (\($0.key))" }.joined(separator: "\n"))
         """
+
+    /// The process's log: stderr at the config's level. For executables, once, before
+    /// anything logs; the library itself never sets a process-wide handler.
+    public static func bootstrapLogging(_ config: ServerConfig) -> Logger {
+        let level = Logger.Level(rawValue: config.logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        return Logger(label: "apns-server")
+    }
+
+    /// The process's metrics (the engine's `apns_*` included) in the registry that
+    /// `/metrics` shows. For executables, once.
+    public static func bootstrapMetrics() -> PrometheusCollectorRegistry {
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        return registry
+    }
 
     /// The configuration at `path` with the environment's overrides; nil after its
     /// one line on stderr.
