@@ -23,6 +23,8 @@ public enum APNsServer {
     /// Runs until a signal, returns the exit status: 0 after a drain, 2 when the
     /// configuration (or the database it names) is unusable, 1 on a runtime failure.
     public static func main(arguments: [String], environment: [String: String]) async -> Int32 {
+        // `apns-server store …`: the store's own commands (StoreCopyCommand.swift).
+        if arguments.dropFirst().first == "store" { return await StoreCopyCommand.run(arguments: arguments) }
         var configPath: String?
         var rest = arguments.dropFirst()
         while let arg = rest.popFirst() {
