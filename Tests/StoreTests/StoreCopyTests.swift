@@ -118,6 +118,7 @@ import TestSupport
         let now = try await postgres.claim(worker: "pg", limit: 10, leaseMillis: 1_000, now: 50)
         #expect(now.map(\.delivery.apnsID) == ["pending-0"])
         #expect(now.first?.attempts == 1)
+        _ = try await postgres.finish(worker: "pg", now.map { delivered($0.id, at: 60, attempts: 2) }, now: 60)
         let want = try await sqlite.delivery(apnsID: "q0")
         #expect(try await postgres.delivery(apnsID: "q0") == want)
         #expect(want?.notBefore == 90_000)
