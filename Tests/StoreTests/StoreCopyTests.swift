@@ -47,6 +47,10 @@ import TestSupport
         try await store.enqueue(NewNotification(id: "quiet", type: "taskUpdate", entityType: "task", entityID: "t2",
                                                 appType: "staff"),
                                 [held("q0", d1, hold: Hold(kind: .defer, key: "trip", closesAt: 90_000))], now: 31)
+        // A later deferred delivery supersedes q0: a row that names one inserted after it.
+        try await store.enqueue(NewNotification(id: "quiet2", type: "taskUpdate", entityType: "task", entityID: "t2",
+                                                appType: "staff"),
+                                [held("q1", d1, hold: Hold(kind: .defer, key: "trip", closesAt: 90_000))], now: 32)
         // One attempt already made on the pending delivery: a retry keeps its count.
         let pending = try #require(try await store.claim(worker: "w", limit: 10, leaseMillis: 1_000, now: 40).first)
         #expect(pending.delivery.apnsID == "pending-0")
@@ -97,7 +101,8 @@ import TestSupport
         let scratch = Scratch()
         let sqlite = try await Self.filledSQLite(scratch)
         let url = try await suiteCluster().newDatabase()
-        let counts = try await Self.copy(sqlite, to: url)
+        // Small batches, so that rows refer to rows of later batches.
+        let counts = try await Self.copy(sqlite, to: url, StoreCopy.Options(batchSize: 2))
         #expect(counts.filter { !$0.matches }.isEmpty, "\(counts)")
         #expect(Set(counts.map(\.table)) == Set(CopyPlan.current.tables.map(\.name)))
         for table in ["devices", "preferences", "live_activity_tokens", "channels", "channel_users", "broadcasts",
@@ -119,12 +124,15 @@ import TestSupport
         #expect(now.map(\.delivery.apnsID) == ["pending-0"])
         #expect(now.first?.attempts == 1)
         _ = try await postgres.finish(worker: "pg", now.map { delivered($0.id, at: 60, attempts: 2) }, now: 60)
-        let want = try await sqlite.delivery(apnsID: "q0")
-        #expect(try await postgres.delivery(apnsID: "q0") == want)
-        #expect(want?.notBefore == 90_000)
+        for apnsID in ["q0", "q1", "m0", "carrier"] {
+            let want = try await sqlite.delivery(apnsID: apnsID)
+            #expect(try await postgres.delivery(apnsID: apnsID) == want, "\(apnsID)")
+        }
+        #expect(try await postgres.delivery(apnsID: "q0")?.carriedBy == "q1")
+        #expect(try await postgres.delivery(apnsID: "q1")?.notBefore == 90_000)
         #expect(try await postgres.claim(worker: "pg", limit: 10, leaseMillis: 1_000, now: 89_999).isEmpty)
         let due = try await postgres.claim(worker: "pg", limit: 10, leaseMillis: 1_000, now: 90_000)
-        #expect(Set(due.map(\.delivery.apnsID)) == ["carrier", "q0"])
+        #expect(Set(due.map(\.delivery.apnsID)) == ["carrier", "q1"])
         #expect(due.first { $0.delivery.apnsID == "carrier" }?.batched == 1)
 
         // New rows take new ids past the copied ones.
