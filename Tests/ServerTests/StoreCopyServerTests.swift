@@ -220,4 +220,60 @@ import TestSupport
         }
         await cluster.stopOffPool()
     }
+
+    /// The command killed (SIGKILL) after its first batch of deliveries, then run
+    /// again: the second run resumes the copy on the target and ends with equal
+    /// counts; the target's unique apns-ids and keys leave no room for a duplicate.
+    @Test func aKilledCopyResumesWhenRunAgain() async throws {
+        let scratch = Scratch()
+        let source = try SQLiteStore(path: scratch.path("apns.db"))
+        try await source.migrate()
+        try await source.execute("""
+            INSERT INTO notifications (id, type, entity_type, entity_id, app_type, created_at)
+                VALUES ('bulk', 'order_created', 'order', 'o1', 'staff', 1);
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+            INSERT INTO deliveries (notification_id, user_id, device_id, token, environment, apns_id, payload,
+                                    push_type, state, attempts, created_at)
+                SELECT 'bulk', 'u', 1, 't', 'production', printf('%08x-0000-4000-8000-%012x', i, i), X'7B7D',
+                       'alert', 'pending', 0, 1
+                FROM n;
+            INSERT INTO outbox (delivery_id, available_at) SELECT id, 1 FROM deliveries;
+            """)
+        await source.close()
+        let cluster = try await PostgresCluster.make()
+        do {
+            let url = try await cluster.newDatabase()
+            let arguments = ["store", "copy", "--from", "sqlite:\(scratch.path("apns.db"))", "--to", url, "--batch", "500"]
+            let p = ChildProcess()
+            p.executableURL = URL(fileURLWithPath: Harness.binary)
+            p.arguments = arguments
+            let errPath = scratch.file("copy.err", "")
+            p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            let end = Date().addingTimeInterval(120)
+            while !((try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "").contains("copy: deliveries 500/") {
+                guard p.isRunning, Date() < end else { break }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            kill(p.processIdentifier, SIGKILL)
+            await offPool { p.waitUntilExit() }
+            #expect(p.terminationReason == .uncaughtSignal, "killed mid-copy: \((try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")")
+
+            let again = await run(Harness.binary, arguments, timeout: 600)
+            #expect(again.status == 0, "\(again.stderr.suffix(2000))")
+            #expect(again.stderr.contains("copy: resuming the copy recorded on the target"))
+            #expect(!again.stderr.contains("copy: deliveries 500/20000"), "the first batch is not copied again")
+            #expect(again.stderr.contains("copy: check: every table's counts match"))
+            let target = PostgresStore(try PostgresStore.Configuration(url: url))
+            #expect(try await target.scalar("SELECT count(*) FROM deliveries") == 20_000)
+            #expect(try await target.scalar("SELECT count(DISTINCT apns_id) FROM deliveries") == 20_000)
+            #expect(try await target.scalar("SELECT count(*) FROM outbox") == 20_000)
+            await target.close()
+        } catch {
+            await cluster.stopOffPool()
+            throw error
+        }
+        await cluster.stopOffPool()
+    }
 }
