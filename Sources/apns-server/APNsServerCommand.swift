@@ -10,7 +10,8 @@ struct APNsServerCommand: AsyncParsableCommand {
         commandName: "apns-server",
         abstract: "The delivery service: HTTP API, durable outbox, APNs workers.",
         discussion: APNsServer.environmentHelp,
-        version: apnsServerVersion)
+        version: apnsServerVersion,
+        subcommands: [StoreCommand.self])
 
     @Option(help: ArgumentHelp("The YAML configuration (required).", valueName: "FILE.yaml"))
     var config: String?

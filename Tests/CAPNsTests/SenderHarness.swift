@@ -168,7 +168,8 @@ final class TestSender: @unchecked Sendable {
         }
     }
 
-    static func token(_ tag: Int) -> String { String(format: "%064x", tag) }
+    /// Tag 0 is not the all-zero token, which APNs (and the mock) refuse as BadDeviceToken.
+    static func token(_ tag: Int) -> String { "a" + String(format: "%063x", tag) }
     static func apnsID(_ tag: Int) -> String { String(format: "00000000-0000-4000-8000-%012x", tag) }
 
     /// Submits tags 0..<count in batches, waiting for room while the queue is full (off the pool).
