@@ -6,7 +6,7 @@ import TestSupport
 /// The backend-facing endpoints: registering for a user, fan-out with preferences,
 /// companies and badges, the delivery log, and what a bad request leaves (nothing).
 @Suite struct BackendAPITests {
-    static func register(_ server: ServerProcess, user: String, token: String, app: String = "staff",
+    static func register(_ server: any APIServer, user: String, token: String, app: String = "staff",
                          company: String? = nil, environment: String = "production", platform: String = "ios") async {
         let companyField = company.map { #","company_id":"\#($0)""# } ?? ""
         let r = await server.backend("POST", "/v1/users/\(user)/device-tokens",

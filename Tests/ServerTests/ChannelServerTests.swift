@@ -20,7 +20,7 @@ import TestSupport
         return ServerProcess(sandbox: sandbox, production: production, options: options)
     }
 
-    static func create(_ server: ServerProcess, _ entity: String, environment: String = "production",
+    static func create(_ server: any APIServer, _ entity: String, environment: String = "production",
                        policy: Int = 1) async -> HTTPResponse {
         await server.backend("POST", "/v1/channels",
                              #"{"app_type":"arena","entity_type":"match","entity_id":"\#(entity)","environment":"\#(environment)","storage_policy":\#(policy)}"#)
@@ -282,7 +282,7 @@ import TestSupport
     }
 
     /// Waits until the broadcast's entry is final (a state that stays).
-    static func final(_ server: ServerProcess, _ id: String) async throws -> [String: Any] {
+    static func final(_ server: any APIServer, _ id: String) async throws -> [String: Any] {
         let end = Date().addingTimeInterval(60)
         while Date() < end {
             let r = await server.backend("GET", "/v1/broadcasts/\(id)")

@@ -10,7 +10,7 @@ import TestSupport
 @Suite struct LiveActivityServerTests {
     static let attributes = "DeliveryAttributes"
 
-    static func registerToken(_ server: ServerProcess, user: String, token: String, activity: String? = nil,
+    static func registerToken(_ server: any APIServer, user: String, token: String, activity: String? = nil,
                               app: String = "staff") async {
         let activityField = activity.map { #","activityId":"\#($0)""# } ?? ""
         let r = await server.request("POST", "/api/user/live-activity-token",
@@ -20,19 +20,19 @@ import TestSupport
         #expect(r.body == #"{"success":true,"message":"Live Activity token registered successfully"}"#)
     }
 
-    static func tokens(_ server: ServerProcess, _ user: String) async -> [[String: Any]] {
+    static func tokens(_ server: any APIServer, _ user: String) async -> [[String: Any]] {
         let r = await server.request("GET", "/api/user/live-activity-tokens", bearer: Harness.jwt(sub: user))
         #expect(r.status == 200)
         return r.json["tokens"] as? [[String: Any]] ?? []
     }
 
-    static func send(_ server: ServerProcess, _ body: String) async throws -> (id: String, body: String) {
+    static func send(_ server: any APIServer, _ body: String) async throws -> (id: String, body: String) {
         let r = await server.backend("POST", "/v1/live-activities", body)
         #expect(r.status == 202, "\(r.body)")
         return (try #require(r.json["notification_id"] as? String), r.body)
     }
 
-    static func deliveries(_ server: ServerProcess, _ id: String) async -> [[String: Any]] {
+    static func deliveries(_ server: any APIServer, _ id: String) async -> [[String: Any]] {
         await server.backend("GET", "/v1/notifications/\(id)").json["deliveries"] as? [[String: Any]] ?? []
     }
 

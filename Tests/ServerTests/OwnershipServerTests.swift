@@ -10,20 +10,20 @@ import TestSupport
 /// ones are pruned, and a bulk registration is stored whole or not at all (SQLite
 /// here, PostgreSQL in `bulkRegistrationIsOneTransactionOnPostgres`).
 @Suite struct OwnershipServerTests {
-    static func liveActivity(_ server: ServerProcess, user: String, token: String, activity: String?) async -> HTTPResponse {
+    static func liveActivity(_ server: any APIServer, user: String, token: String, activity: String?) async -> HTTPResponse {
         let field = activity.map { #","activityId":"\#($0)""# } ?? ""
         return await server.request("POST", "/api/user/live-activity-token",
                                     body: #"{"pushToken":"\#(token)","appType":"staff","attributesType":"A"\#(field)}"#,
                                     bearer: Harness.jwt(sub: user))
     }
 
-    static func device(_ server: ServerProcess, user: String, token: String, details: String = "") async -> HTTPResponse {
+    static func device(_ server: any APIServer, user: String, token: String, details: String = "") async -> HTTPResponse {
         await server.request("POST", "/api/user/device-token",
                              body: #"{"deviceToken":"\#(token)","platform":"ios","appType":"staff"\#(details)}"#,
                              bearer: Harness.jwt(sub: user))
     }
 
-    static func count(_ server: ServerProcess, _ sql: String) async throws -> Int64? {
+    static func count(_ server: any APIServer, _ sql: String) async throws -> Int64? {
         try await server.store().scalar(sql)
     }
 

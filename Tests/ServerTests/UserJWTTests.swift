@@ -8,7 +8,7 @@ import TestSupport
 @Suite struct UserJWTTests {
     static let issuer = "https://project.supabase.co/auth/v1"
 
-    static func status(_ server: ServerProcess, _ token: String) async -> Int {
+    static func status(_ server: any APIServer, _ token: String) async -> Int {
         await server.request("GET", "/api/user/device-tokens", bearer: token).status
     }
 
