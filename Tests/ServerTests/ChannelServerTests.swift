@@ -12,12 +12,25 @@ import TestSupport
     /// An app "arena" whose channels are managed on the given mocks.
     static func server(production: MockServer?, sandbox: MockServer? = nil, management: MockServer? = nil,
                        options: ServerProcess.Options = ServerProcess.Options()) -> ServerProcess {
+        ServerProcess(sandbox: sandbox, production: production,
+                      options: arena(options, production: production, sandbox: sandbox, management: management))
+    }
+
+    /// The same, as the application in process.
+    static func app(production: MockServer?, sandbox: MockServer? = nil, management: MockServer? = nil,
+                    options: ServerProcess.Options = ServerProcess.Options()) -> InProcessServer {
+        InProcessServer(sandbox: sandbox, production: production,
+                        options: arena(options, production: production, sandbox: sandbox, management: management))
+    }
+
+    static func arena(_ options: ServerProcess.Options, production: MockServer?, sandbox: MockServer?,
+                      management: MockServer?) -> ServerProcess.Options {
         var options = options
         var lines: [String] = []
         if let m = management ?? production { lines.append("    broadcast_management_endpoint: https://127.0.0.1:\(m.port)") }
         if let sandbox { lines.append("    broadcast_sandbox_management_endpoint: https://127.0.0.1:\(sandbox.port)") }
         options.extraApps.append(("arena", lines.joined(separator: "\n")))
-        return ServerProcess(sandbox: sandbox, production: production, options: options)
+        return options
     }
 
     static func create(_ server: any APIServer, _ entity: String, environment: String = "production",
@@ -36,7 +49,7 @@ import TestSupport
     @Test func channelsPerEntityAreCreatedOnceListedReadAndDeleted() async throws {
         let production = try Harness.mock(sandbox: false)
         defer { production.stop() }
-        let server = Self.server(production: production)
+        let server = Self.app(production: production)
         try await server.start()
         defer { Task { await server.stop() } }
 
@@ -117,7 +130,7 @@ import TestSupport
     @Test func anAppUserReadsOnlyTheChannelsTheBackendOpenedToThem() async throws {
         let production = try Harness.mock(sandbox: false)
         defer { production.stop() }
-        let server = Self.server(production: production)
+        let server = Self.app(production: production)
         try await server.start()
         defer { Task { await server.stop() } }
 
@@ -184,7 +197,7 @@ import TestSupport
         defer { disabled.stop() }
         var options = ServerProcess.Options()
         options.extraApps = [("closed", "    broadcast_management_endpoint: https://127.0.0.1:\(disabled.port)")]
-        let server = Self.server(production: production, options: options)
+        let server = Self.app(production: production, options: options)
         try await server.start()
         defer { Task { await server.stop() } }
 
@@ -210,7 +223,7 @@ import TestSupport
         defer { sandbox.stop() }
         let production = try Harness.mock(sandbox: false)
         defer { production.stop() }
-        let server = Self.server(production: production, sandbox: sandbox)
+        let server = Self.app(production: production, sandbox: sandbox)
         try await server.start()
         defer { Task { await server.stop() } }
         let made = await Self.create(server, "final", environment: "sandbox", policy: 0)
