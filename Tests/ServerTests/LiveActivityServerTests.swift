@@ -39,7 +39,7 @@ import TestSupport
     /// Register, list, unregister: exact JSON, only the user's own tokens, never
     /// among the device tokens; every auth failure and bad body.
     @Test func appTokensAreTheUsersOwn() async throws {
-        let server = ServerProcess(sandbox: nil, production: nil)
+        let server = InProcessServer(sandbox: nil, production: nil)
         try await server.start()
         defer { Task { await server.stop() } }
         let t = Harness.tokens(3, seed: 61)
@@ -120,7 +120,7 @@ import TestSupport
     @Test func startUpdateEndThroughTheOutbox() async throws {
         let production = try Harness.mock(sandbox: false)
         defer { production.stop() }
-        let server = ServerProcess(sandbox: nil, production: production)
+        let server = InProcessServer(sandbox: nil, production: production)
         try await server.start()
         defer { Task { await server.stop() } }
         let t = Harness.tokens(2, seed: 62)
@@ -179,7 +179,7 @@ import TestSupport
     @Test func badSendsAreRefusedWhole() async throws {
         let production = try Harness.mock(sandbox: false)
         defer { production.stop() }
-        let server = ServerProcess(sandbox: nil, production: production)
+        let server = InProcessServer(sandbox: nil, production: production)
         try await server.start()
         defer { Task { await server.stop() } }
         await Self.registerToken(server, user: "ana", token: Harness.tokens(1, seed: 63)[0], activity: "a1")
@@ -220,7 +220,7 @@ import TestSupport
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let production = try Harness.mock(sandbox: false) { $0.unregistered = [t[0]: now + 3_600_000] }
         defer { production.stop() }
-        let server = ServerProcess(sandbox: nil, production: production)
+        let server = InProcessServer(sandbox: nil, production: production)
         try await server.start()
         defer { Task { await server.stop() } }
         await Self.registerToken(server, user: "ana", token: t[0], activity: "gone")
