@@ -59,7 +59,7 @@ import TestSupport
     }
 
     @Test func registrationIsAnUpsertStoredLowerCase() async throws {
-        let server = ServerProcess(sandbox: nil, production: nil)
+        let server = InProcessServer(sandbox: nil, production: nil)
         try await server.start()
         defer { Task { await server.stop() } }
         let jwt = Harness.jwt(sub: "u-upsert")
@@ -81,7 +81,7 @@ import TestSupport
 
     /// A user sees and changes only their own tokens and preferences.
     @Test func usersAreIsolated() async throws {
-        let server = ServerProcess(sandbox: nil, production: nil)
+        let server = InProcessServer(sandbox: nil, production: nil)
         try await server.start()
         defer { Task { await server.stop() } }
         let alice = Harness.jwt(sub: "alice"), bob = Harness.jwt(sub: "bob")
@@ -102,7 +102,7 @@ import TestSupport
 
     /// Which app the seed's preference calls mean: ?appType, else the latest registration's, else the first.
     @Test func preferencesPickTheApp() async throws {
-        let server = ServerProcess(sandbox: nil, production: nil)
+        let server = InProcessServer(sandbox: nil, production: nil)
         try await server.start()
         defer { Task { await server.stop() } }
         let jwt = Harness.jwt(sub: "carol")
@@ -120,7 +120,7 @@ import TestSupport
     }
 
     @Test func badInputIs400AndChangesNothing() async throws {
-        let server = ServerProcess(sandbox: nil, production: nil)
+        let server = InProcessServer(sandbox: nil, production: nil)
         try await server.start()
         defer { Task { await server.stop() } }
         let jwt = Harness.jwt(sub: "dave")

@@ -6,7 +6,7 @@ import TestSupport
 /// The backend-facing endpoints: registering for a user, fan-out with preferences,
 /// companies and badges, the delivery log, and what a bad request leaves (nothing).
 @Suite struct BackendAPITests {
-    static func register(_ server: ServerProcess, user: String, token: String, app: String = "staff",
+    static func register(_ server: any APIServer, user: String, token: String, app: String = "staff",
                          company: String? = nil, environment: String = "production", platform: String = "ios") async {
         let companyField = company.map { #","company_id":"\#($0)""# } ?? ""
         let r = await server.backend("POST", "/v1/users/\(user)/device-tokens",
@@ -18,7 +18,7 @@ import TestSupport
     @Test func fanOutWithPreferencesBadgesAndTheLog() async throws {
         let production = try Harness.mock(sandbox: false)
         defer { production.stop() }
-        let server = ServerProcess(sandbox: nil, production: production)
+        let server = InProcessServer(sandbox: nil, production: production)
         try await server.start()
         defer { Task { await server.stop() } }
         let t = Harness.tokens(6, seed: 11)
@@ -97,7 +97,7 @@ import TestSupport
     @Test func companyFanOut() async throws {
         let production = try Harness.mock(sandbox: false)
         defer { production.stop() }
-        let server = ServerProcess(sandbox: nil, production: production)
+        let server = InProcessServer(sandbox: nil, production: production)
         try await server.start()
         defer { Task { await server.stop() } }
         let t = Harness.tokens(4, seed: 12)
@@ -118,7 +118,7 @@ import TestSupport
     }
 
     @Test func badNotificationsAre400AndStoreNothing() async throws {
-        let server = ServerProcess(sandbox: nil, production: nil)
+        let server = InProcessServer(sandbox: nil, production: nil)
         try await server.start()
         defer { Task { await server.stop() } }
         await Self.register(server, user: "u1", token: Harness.tokens(1, seed: 13)[0])
@@ -154,7 +154,7 @@ import TestSupport
     }
 
     @Test func bulkRegistration() async throws {
-        let server = ServerProcess(sandbox: nil, production: nil)
+        let server = InProcessServer(sandbox: nil, production: nil)
         try await server.start()
         defer { Task { await server.stop() } }
         let t = Harness.tokens(3, seed: 14)
@@ -175,7 +175,7 @@ import TestSupport
     @Test func theLogOfANotificationIsReadInPages() async throws {
         let production = try Harness.mock(sandbox: false)
         defer { production.stop() }
-        let server = ServerProcess(sandbox: nil, production: production)
+        let server = InProcessServer(sandbox: nil, production: production)
         try await server.start()
         defer { Task { await server.stop() } }
         let tokens = Harness.tokens(25, seed: 41)

@@ -34,24 +34,23 @@ extension Trait where Self == ServerPostgresTrait {
     static var serverPostgres: Self { Self() }
 }
 
-/// A started apns-server on `store` (PostgreSQL: a new database on the suite's
-/// cluster, reached with sslmode=disable on loopback), stopped after `body`.
+/// The application in process on `store` (PostgreSQL: a new database on the
+/// suite's cluster, reached with sslmode=disable on loopback), stopped after `body`.
 func withServer<T>(_ store: ServerStore, production: MockServer? = nil,
                    options: ServerProcess.Options = ServerProcess.Options(),
-                   _ body: (ServerProcess) async throws -> T) async throws -> T {
+                   _ body: (InProcessServer) async throws -> T) async throws -> T {
     var options = options
     if store == .postgres {
         let cluster = try #require(ServerPostgresTrait.current, "the suite needs the .serverPostgres trait")
         options.database = try await cluster.newDatabase()
     }
-    let server = ServerProcess(sandbox: nil, production: production, options: options)
+    let server = InProcessServer(sandbox: nil, production: production, options: options)
     try await server.start()
     do {
         let result = try await body(server)
         await server.stop()
         return result
     } catch {
-        print(server.stderr)
         await server.stop()
         throw error
     }

@@ -12,15 +12,28 @@ import TestSupport
     /// An app "arena" whose channels are managed on the given mocks.
     static func server(production: MockServer?, sandbox: MockServer? = nil, management: MockServer? = nil,
                        options: ServerProcess.Options = ServerProcess.Options()) -> ServerProcess {
+        ServerProcess(sandbox: sandbox, production: production,
+                      options: arena(options, production: production, sandbox: sandbox, management: management))
+    }
+
+    /// The same, as the application in process.
+    static func app(production: MockServer?, sandbox: MockServer? = nil, management: MockServer? = nil,
+                    options: ServerProcess.Options = ServerProcess.Options()) -> InProcessServer {
+        InProcessServer(sandbox: sandbox, production: production,
+                        options: arena(options, production: production, sandbox: sandbox, management: management))
+    }
+
+    static func arena(_ options: ServerProcess.Options, production: MockServer?, sandbox: MockServer?,
+                      management: MockServer?) -> ServerProcess.Options {
         var options = options
         var lines: [String] = []
         if let m = management ?? production { lines.append("    broadcast_management_endpoint: https://127.0.0.1:\(m.port)") }
         if let sandbox { lines.append("    broadcast_sandbox_management_endpoint: https://127.0.0.1:\(sandbox.port)") }
         options.extraApps.append(("arena", lines.joined(separator: "\n")))
-        return ServerProcess(sandbox: sandbox, production: production, options: options)
+        return options
     }
 
-    static func create(_ server: ServerProcess, _ entity: String, environment: String = "production",
+    static func create(_ server: any APIServer, _ entity: String, environment: String = "production",
                        policy: Int = 1) async -> HTTPResponse {
         await server.backend("POST", "/v1/channels",
                              #"{"app_type":"arena","entity_type":"match","entity_id":"\#(entity)","environment":"\#(environment)","storage_policy":\#(policy)}"#)
@@ -36,7 +49,7 @@ import TestSupport
     @Test func channelsPerEntityAreCreatedOnceListedReadAndDeleted() async throws {
         let production = try Harness.mock(sandbox: false)
         defer { production.stop() }
-        let server = Self.server(production: production)
+        let server = Self.app(production: production)
         try await server.start()
         defer { Task { await server.stop() } }
 
@@ -117,7 +130,7 @@ import TestSupport
     @Test func anAppUserReadsOnlyTheChannelsTheBackendOpenedToThem() async throws {
         let production = try Harness.mock(sandbox: false)
         defer { production.stop() }
-        let server = Self.server(production: production)
+        let server = Self.app(production: production)
         try await server.start()
         defer { Task { await server.stop() } }
 
@@ -184,7 +197,7 @@ import TestSupport
         defer { disabled.stop() }
         var options = ServerProcess.Options()
         options.extraApps = [("closed", "    broadcast_management_endpoint: https://127.0.0.1:\(disabled.port)")]
-        let server = Self.server(production: production, options: options)
+        let server = Self.app(production: production, options: options)
         try await server.start()
         defer { Task { await server.stop() } }
 
@@ -210,7 +223,7 @@ import TestSupport
         defer { sandbox.stop() }
         let production = try Harness.mock(sandbox: false)
         defer { production.stop() }
-        let server = Self.server(production: production, sandbox: sandbox)
+        let server = Self.app(production: production, sandbox: sandbox)
         try await server.start()
         defer { Task { await server.stop() } }
         let made = await Self.create(server, "final", environment: "sandbox", policy: 0)
@@ -282,7 +295,7 @@ import TestSupport
     }
 
     /// Waits until the broadcast's entry is final (a state that stays).
-    static func final(_ server: ServerProcess, _ id: String) async throws -> [String: Any] {
+    static func final(_ server: any APIServer, _ id: String) async throws -> [String: Any] {
         let end = Date().addingTimeInterval(60)
         while Date() < end {
             let r = await server.backend("GET", "/v1/broadcasts/\(id)")

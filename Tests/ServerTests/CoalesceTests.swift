@@ -3,9 +3,10 @@ import Foundation
 import Testing
 import TestSupport
 
-/// Batching against the real binary and mock, on a test clock: updates about one
-/// entity within a window are one send when it closes, every update keeps its own
-/// row in the log, and a window survives kill -9.
+/// Batching against the real mock, on a clock the test moves: updates about one
+/// entity within a window are one send when it closes (in process, `FakeClock`),
+/// every update keeps its own row in the log, and a window survives kill -9 (the
+/// test-clock binary, `TestClock`: a process is the point).
 @Suite struct CoalesceTests {
     static let start = "2026-05-05T10:00:00Z"
 
@@ -20,7 +21,7 @@ import TestSupport
     /// in the log, and five member rows pointing at it. Another entity's window
     /// stays apart; an update after the window opens a new one.
     @Test func fiveUpdatesInAWindowAreOneSend() async throws {
-        let clock = TestClock(at: Self.start)
+        let clock = FakeClock(at: Self.start)
         let (mock, server) = try await Held.start(clock)
         defer { mock.stop(); Task { await server.stop() } }
         let token = Harness.tokens(1, seed: 150)[0]

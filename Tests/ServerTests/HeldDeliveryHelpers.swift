@@ -44,8 +44,19 @@ enum Held {
         return (mock, server)
     }
 
+    /// A mock and the application in process whose "now" is `clock`.
+    static func start(_ clock: FakeClock) async throws -> (MockServer, InProcessServer) {
+        let mock = try Harness.mock(sandbox: false)
+        var options = ServerProcess.Options()
+        options.pollMillis = 20
+        options.extraApps = apps
+        let server = InProcessServer(sandbox: nil, production: mock, options: options, clock: clock)
+        try await server.start()
+        return (mock, server)
+    }
+
     /// Registers `token` for `user` in `app`, and saves `preferences` (a JSON object) if given.
-    static func user(_ server: ServerProcess, _ user: String, token: String, app: String,
+    static func user(_ server: any APIServer, _ user: String, token: String, app: String,
                      preferences: String? = nil) async {
         await BackendAPITests.register(server, user: user, token: token, app: app)
         if let preferences {
@@ -59,7 +70,7 @@ enum Held {
     /// apns-id of its first delivery (the tests target one device at a time) and
     /// the notification id.
     @discardableResult
-    static func notify(_ server: ServerProcess, _ members: String) async throws -> (apnsID: String, id: String) {
+    static func notify(_ server: any APIServer, _ members: String) async throws -> (apnsID: String, id: String) {
         let r = await server.backend("POST", "/v1/notifications", "{\(members)}")
         #expect(r.status == 202, "\(r.body)")
         let id = try #require(r.json["notification_id"] as? String, "\(r.body)")
@@ -67,17 +78,17 @@ enum Held {
         return (try #require(first["apns_id"] as? String), id)
     }
 
-    static func deliveries(_ server: ServerProcess, _ notificationID: String) async -> [[String: Any]] {
+    static func deliveries(_ server: any APIServer, _ notificationID: String) async -> [[String: Any]] {
         (await server.backend("GET", "/v1/notifications/\(notificationID)").json["deliveries"] as? [[String: Any]]) ?? []
     }
 
-    static func delivery(_ server: ServerProcess, _ apnsID: String) async -> [String: Any] {
+    static func delivery(_ server: any APIServer, _ apnsID: String) async -> [String: Any] {
         await server.backend("GET", "/v1/deliveries?apns_id=\(apnsID)").json
     }
 
     /// Waits (on state, not time) until the delivery reaches `state`.
     @discardableResult
-    static func wait(_ server: ServerProcess, _ apnsID: String, state: String = "delivered",
+    static func wait(_ server: any APIServer, _ apnsID: String, state: String = "delivered",
                      timeout: TimeInterval = 60) async throws -> [String: Any] {
         let end = Date().addingTimeInterval(timeout)
         while true {

@@ -8,14 +8,6 @@ import TestSupport
 @testable import Service
 @testable import Store
 
-/// "Now" as the test sets it, with no file and no process between.
-final class FakeClock: ServiceClock {
-    private let millis: Mutex<Int64>
-    init(at iso: String) { millis = Mutex(TestClock.millis(iso)) }
-    var nowMillis: Int64 { millis.withLock { $0 } }
-    func set(_ iso: String) { millis.withLock { $0 = TestClock.millis(iso) } }
-}
-
 /// The application as a value, driven through its router: no socket, no child
 /// process, a real SQLite file, and a clock the test holds. Quiet hours decide on
 /// that clock alone: the real time (whatever day this runs) never enters.

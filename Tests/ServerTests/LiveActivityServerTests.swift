@@ -10,7 +10,7 @@ import TestSupport
 @Suite struct LiveActivityServerTests {
     static let attributes = "DeliveryAttributes"
 
-    static func registerToken(_ server: ServerProcess, user: String, token: String, activity: String? = nil,
+    static func registerToken(_ server: any APIServer, user: String, token: String, activity: String? = nil,
                               app: String = "staff") async {
         let activityField = activity.map { #","activityId":"\#($0)""# } ?? ""
         let r = await server.request("POST", "/api/user/live-activity-token",
@@ -20,26 +20,26 @@ import TestSupport
         #expect(r.body == #"{"success":true,"message":"Live Activity token registered successfully"}"#)
     }
 
-    static func tokens(_ server: ServerProcess, _ user: String) async -> [[String: Any]] {
+    static func tokens(_ server: any APIServer, _ user: String) async -> [[String: Any]] {
         let r = await server.request("GET", "/api/user/live-activity-tokens", bearer: Harness.jwt(sub: user))
         #expect(r.status == 200)
         return r.json["tokens"] as? [[String: Any]] ?? []
     }
 
-    static func send(_ server: ServerProcess, _ body: String) async throws -> (id: String, body: String) {
+    static func send(_ server: any APIServer, _ body: String) async throws -> (id: String, body: String) {
         let r = await server.backend("POST", "/v1/live-activities", body)
         #expect(r.status == 202, "\(r.body)")
         return (try #require(r.json["notification_id"] as? String), r.body)
     }
 
-    static func deliveries(_ server: ServerProcess, _ id: String) async -> [[String: Any]] {
+    static func deliveries(_ server: any APIServer, _ id: String) async -> [[String: Any]] {
         await server.backend("GET", "/v1/notifications/\(id)").json["deliveries"] as? [[String: Any]] ?? []
     }
 
     /// Register, list, unregister: exact JSON, only the user's own tokens, never
     /// among the device tokens; every auth failure and bad body.
     @Test func appTokensAreTheUsersOwn() async throws {
-        let server = ServerProcess(sandbox: nil, production: nil)
+        let server = InProcessServer(sandbox: nil, production: nil)
         try await server.start()
         defer { Task { await server.stop() } }
         let t = Harness.tokens(3, seed: 61)
@@ -120,7 +120,7 @@ import TestSupport
     @Test func startUpdateEndThroughTheOutbox() async throws {
         let production = try Harness.mock(sandbox: false)
         defer { production.stop() }
-        let server = ServerProcess(sandbox: nil, production: production)
+        let server = InProcessServer(sandbox: nil, production: production)
         try await server.start()
         defer { Task { await server.stop() } }
         let t = Harness.tokens(2, seed: 62)
@@ -179,7 +179,7 @@ import TestSupport
     @Test func badSendsAreRefusedWhole() async throws {
         let production = try Harness.mock(sandbox: false)
         defer { production.stop() }
-        let server = ServerProcess(sandbox: nil, production: production)
+        let server = InProcessServer(sandbox: nil, production: production)
         try await server.start()
         defer { Task { await server.stop() } }
         await Self.registerToken(server, user: "ana", token: Harness.tokens(1, seed: 63)[0], activity: "a1")
@@ -220,7 +220,7 @@ import TestSupport
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let production = try Harness.mock(sandbox: false) { $0.unregistered = [t[0]: now + 3_600_000] }
         defer { production.stop() }
-        let server = ServerProcess(sandbox: nil, production: production)
+        let server = InProcessServer(sandbox: nil, production: production)
         try await server.start()
         defer { Task { await server.stop() } }
         await Self.registerToken(server, user: "ana", token: t[0], activity: "gone")

@@ -10,25 +10,25 @@ import TestSupport
 /// ones are pruned, and a bulk registration is stored whole or not at all (SQLite
 /// here, PostgreSQL in `bulkRegistrationIsOneTransactionOnPostgres`).
 @Suite struct OwnershipServerTests {
-    static func liveActivity(_ server: ServerProcess, user: String, token: String, activity: String?) async -> HTTPResponse {
+    static func liveActivity(_ server: any APIServer, user: String, token: String, activity: String?) async -> HTTPResponse {
         let field = activity.map { #","activityId":"\#($0)""# } ?? ""
         return await server.request("POST", "/api/user/live-activity-token",
                                     body: #"{"pushToken":"\#(token)","appType":"staff","attributesType":"A"\#(field)}"#,
                                     bearer: Harness.jwt(sub: user))
     }
 
-    static func device(_ server: ServerProcess, user: String, token: String, details: String = "") async -> HTTPResponse {
+    static func device(_ server: any APIServer, user: String, token: String, details: String = "") async -> HTTPResponse {
         await server.request("POST", "/api/user/device-token",
                              body: #"{"deviceToken":"\#(token)","platform":"ios","appType":"staff"\#(details)}"#,
                              bearer: Harness.jwt(sub: user))
     }
 
-    static func count(_ server: ServerProcess, _ sql: String) async throws -> Int64? {
+    static func count(_ server: any APIServer, _ sql: String) async throws -> Int64? {
         try await server.store().scalar(sql)
     }
 
     @Test func anActivityIsItsFirstRegistrantsAndItsSendsReachOnlyThem() async throws {
-        let server = ServerProcess(sandbox: nil, production: nil)
+        let server = InProcessServer(sandbox: nil, production: nil)
         try await server.start()
         defer { Task { await server.stop() } }
         let t = Harness.tokens(3, seed: 301)
@@ -50,7 +50,7 @@ import TestSupport
     }
 
     @Test func deviceAndLiveActivityTokensNeverTurnIntoEachOther() async throws {
-        let server = ServerProcess(sandbox: nil, production: nil)
+        let server = InProcessServer(sandbox: nil, production: nil)
         try await server.start()
         defer { Task { await server.stop() } }
         let t = Harness.tokens(2, seed: 302)
@@ -72,7 +72,7 @@ import TestSupport
     }
 
     @Test func aTokenThatChangesHandsShowsNothingOfItsOldOwner() async throws {
-        let server = ServerProcess(sandbox: nil, production: nil)
+        let server = InProcessServer(sandbox: nil, production: nil)
         try await server.start()
         defer { Task { await server.stop() } }
         let token = Harness.tokens(1, seed: 303)[0]
@@ -93,7 +93,7 @@ import TestSupport
     @Test func aUsersActiveTokensAreCappedAndTheOldestGo() async throws {
         var options = ServerProcess.Options()
         options.extraTopLevel = "max_tokens_per_user: 3"
-        let server = ServerProcess(sandbox: nil, production: nil, options: options)
+        let server = InProcessServer(sandbox: nil, production: nil, options: options)
         try await server.start()
         defer { Task { await server.stop() } }
         let t = Harness.tokens(5, seed: 304)
@@ -115,7 +115,7 @@ import TestSupport
     @Test func theServerPrunesTokensDeactivatedLongAgo() async throws {
         var options = ServerProcess.Options()
         options.extraTopLevel = "retention:\n  inactive_device_days: 1"
-        let server = ServerProcess(sandbox: nil, production: nil, options: options)
+        let server = InProcessServer(sandbox: nil, production: nil, options: options)
         let store = try server.store()
         try await store.migrate()
         let now = Int64(Date().timeIntervalSince1970 * 1000), day: Int64 = 86_400_000
@@ -147,7 +147,7 @@ import TestSupport
     /// The route's 1,000 entries fit its body limit with the server's default
     /// `max_body_bytes` (64 KiB): a thousand ordinary entries are over 200 KB.
     @Test func aBulkRegistrationOfTheMaximumCountFitsItsBodyLimit() async throws {
-        let server = ServerProcess(sandbox: nil, production: nil)
+        let server = InProcessServer(sandbox: nil, production: nil)
         try await server.start()
         defer { Task { await server.stop() } }
         let tokens = Harness.tokens(1001, seed: 306)
@@ -166,7 +166,7 @@ import TestSupport
     /// The store fails on the 501st of 1,000 entries (a trigger stands in for a full
     /// disk): a 500 that says none was stored, and none was.
     @Test func aBulkRegistrationThatFailsPartwayStoresNothing() async throws {
-        let server = ServerProcess(sandbox: nil, production: nil)
+        let server = InProcessServer(sandbox: nil, production: nil)
         try await server.start()
         defer { Task { await server.stop() } }
         let tokens = Harness.tokens(1000, seed: 307)

@@ -3,8 +3,8 @@ import Foundation
 import Testing
 import TestSupport
 
-/// Quiet hours against the real binary and mock, with the server's clock moved by
-/// the test (`TestClock`): silent and deferred deliveries across midnight and across
+/// Quiet hours in process against the real mock, on a clock the test moves
+/// (`FakeClock`): silent and deferred deliveries across midnight and across
 /// daylight-saving changes in real zones, the critical override, and the
 /// preferences that set them.
 @Suite struct QuietHoursTests {
@@ -20,7 +20,7 @@ import TestSupport
     /// daylight-saving changes in Europe/London (where a fixed offset would be an
     /// hour wrong).
     @Test func silentAcrossMidnightAndDaylightSaving() async throws {
-        let clock = TestClock(at: "2026-01-15T21:59:00Z")
+        let clock = FakeClock(at: "2026-01-15T21:59:00Z")
         let (mock, server) = try await Held.start(clock)
         defer { mock.stop(); Task { await server.stop() } }
         let t = Harness.tokens(2, seed: 140)
@@ -64,7 +64,7 @@ import TestSupport
     /// device and collapse id, the latest winning; nothing sent before.
     @Test func deferUntilTheEndAcrossMidnightAndDaylightSaving() async throws {
         // 23:00 EST on 7 March 2026; New York springs forward at 02:00 on 8 March.
-        let clock = TestClock(at: "2026-03-08T04:00:00Z")
+        let clock = FakeClock(at: "2026-03-08T04:00:00Z")
         let (mock, server) = try await Held.start(clock)
         defer { mock.stop(); Task { await server.stop() } }
         let t = Harness.tokens(4, seed: 141)
@@ -126,7 +126,7 @@ import TestSupport
     /// hours (neither held nor silenced). The named priorities map to APNs' header
     /// and the interruption level.
     @Test func criticalOverridesQuietHours() async throws {
-        let clock = TestClock(at: "2026-01-15T23:00:00Z")
+        let clock = FakeClock(at: "2026-01-15T23:00:00Z")
         let (mock, server) = try await Held.start(clock)
         defer { mock.stop(); Task { await server.stop() } }
         let t = Harness.tokens(2, seed: 142)
@@ -175,7 +175,7 @@ import TestSupport
     /// their defaults where the app declares quiet hours, checked (bad times and
     /// zones are a 400 that changes nothing), and kept as given.
     @Test func quietHoursPreferences() async throws {
-        let clock = TestClock(at: "2026-01-15T12:00:00Z")
+        let clock = FakeClock(at: "2026-01-15T12:00:00Z")
         let (mock, server) = try await Held.start(clock)
         defer { mock.stop(); Task { await server.stop() } }
         let token = Harness.tokens(1, seed: 143)[0]

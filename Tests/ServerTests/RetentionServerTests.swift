@@ -4,16 +4,15 @@ import Testing
 import TestSupport
 
 /// `retention:` in the config: the real server prunes what is older than `days` and
-/// final, on its own, with time moved by the test (`TestClock`).
+/// final, on its own, with time moved by the test (`FakeClock`, in process).
 @Suite struct RetentionServerTests {
     @Test func theServerPrunesOldFinishedNotificationsOnly() async throws {
-        let clock = TestClock(at: "2026-05-01T12:00:00Z")
+        let clock = FakeClock(at: "2026-05-01T12:00:00Z")
         let production = try Harness.mock(sandbox: false)
         defer { production.stop() }
         var options = ServerProcess.Options()
-        options.testClockFile = clock.path
         options.extraTopLevel = "retention:\n  days: 1\n  interval_seconds: 1"
-        let server = ServerProcess(sandbox: nil, production: production, options: options)
+        let server = InProcessServer(sandbox: nil, production: production, options: options, clock: clock)
         try await server.start()
         defer { Task { await server.stop() } }
         let tokens = Harness.tokens(2, seed: 170)

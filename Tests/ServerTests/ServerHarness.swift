@@ -255,26 +255,17 @@ final class ServerProcess: @unchecked Sendable {
 
     // MARK: HTTP
 
-    func request(_ method: String, _ path: String, body: String? = nil, bearer: String? = nil,
-                 headers: [(String, String)] = []) async -> HTTPResponse {
+    func send(_ method: String, _ path: String, body: String?, bearer: String?,
+              headers: [(String, String)]) async -> HTTPResponse {
         var h = headers
         if let bearer { h.append(("Authorization", "Bearer \(bearer)")) }
         return await HTTP.send(port: port, method: method, path: path, body: body.map { Array($0.utf8) }, headers: h)
     }
 
-    func backend(_ method: String, _ path: String, _ body: String? = nil) async -> HTTPResponse {
-        await request(method, path, body: body, bearer: Harness.apiKey)
-    }
-
-    /// `GET /metrics` with a credential it takes (an API key).
-    func metrics() async -> HTTPResponse {
-        await request("GET", "/metrics", bearer: Harness.apiKey)
-    }
-
     /// Waits until the outbox is empty (every delivery final); the default is for a
     /// loaded machine, not a goal. Read from the database: the metrics' gauge is
     /// counted on its own clock, and may be older than the caller's last request.
-    func drained(timeout: TimeInterval = 180) async throws {
+    func drained(timeout: TimeInterval) async throws {
         // The server's own database, whichever engine the config names.
         let store: any DeliveryStore
         if let url = databaseURL {

@@ -8,11 +8,11 @@ import TestSupport
 /// a number out of range is a 400, never a trap or a silent change; a Live
 /// Activity's numbers reach APNs as written. Each on both stores.
 @Suite(.serverPostgres) struct StrictInputTests {
-    static func register(_ server: ServerProcess, _ user: String, _ body: String) async -> HTTPResponse {
+    static func register(_ server: any APIServer, _ user: String, _ body: String) async -> HTTPResponse {
         await server.request("POST", "/api/user/device-token", body: body, bearer: Harness.jwt(sub: user))
     }
 
-    static func devices(_ server: ServerProcess, _ user: String) async -> String {
+    static func devices(_ server: any APIServer, _ user: String) async -> String {
         await server.request("GET", "/api/user/device-tokens", bearer: Harness.jwt(sub: user)).body
     }
 

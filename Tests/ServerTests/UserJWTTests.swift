@@ -8,14 +8,14 @@ import TestSupport
 @Suite struct UserJWTTests {
     static let issuer = "https://project.supabase.co/auth/v1"
 
-    static func status(_ server: ServerProcess, _ token: String) async -> Int {
+    static func status(_ server: any APIServer, _ token: String) async -> Int {
         await server.request("GET", "/api/user/device-tokens", bearer: token).status
     }
 
     @Test func audienceAndIssuerAreRequiredWhenConfigured() async throws {
         var options = ServerProcess.Options()
         options.extraTopLevel = "user_jwt:\n  audience: authenticated\n  issuer: \(Self.issuer)"
-        let server = ServerProcess(sandbox: nil, production: nil, options: options)
+        let server = InProcessServer(sandbox: nil, production: nil, options: options)
         try await server.start()
         defer { Task { await server.stop() } }
         let exp = Harness.inAnHour
@@ -39,7 +39,7 @@ import TestSupport
     }
 
     @Test func withoutTheSettingAudienceAndIssuerAreNotRead() async throws {
-        let server = ServerProcess(sandbox: nil, production: nil)
+        let server = InProcessServer(sandbox: nil, production: nil)
         try await server.start()
         defer { Task { await server.stop() } }
         let claims = #"{"sub":"ana","exp":\#(Harness.inAnHour),"aud":"anything","iss":"anyone"}"#
@@ -60,7 +60,7 @@ import TestSupport
     /// A 32-byte signature is 43 characters, the last carrying 4 bits and 2 unused:
     /// the 3 spellings with an unused bit set decoded to the same bytes and verified.
     @Test func onlyTheCanonicalSpellingOfTheSignatureVerifies() async throws {
-        let server = ServerProcess(sandbox: nil, production: nil)
+        let server = InProcessServer(sandbox: nil, production: nil)
         try await server.start()
         defer { Task { await server.stop() } }
         let token = Harness.jwt(sub: "ana")

@@ -6,7 +6,7 @@ import TestSupport
 
 /// The outbox worker's rules: what each APNs answer does to a delivery and its token.
 @Suite struct WorkerTests {
-    static func notify(_ server: ServerProcess, users: [String], type: String = "order_status_changed") async throws -> String {
+    static func notify(_ server: any APIServer, users: [String], type: String = "order_status_changed") async throws -> String {
         let ids = users.map { "\"\($0)\"" }.joined(separator: ",")
         let r = await server.backend("POST", "/v1/notifications",
             #"{"type":"\#(type)","entity_type":"order","entity_id":"o1","app_type":"staff","user_ids":[\#(ids)],"alert":{"title":"t","body":"b"}}"#)
@@ -14,14 +14,14 @@ import TestSupport
         return try #require(r.json["notification_id"] as? String)
     }
 
-    static func deliveries(_ server: ServerProcess, _ id: String) async -> [String: [String: Any]] {
+    static func deliveries(_ server: any APIServer, _ id: String) async -> [String: [String: Any]] {
         let log = await server.backend("GET", "/v1/notifications/\(id)").json
         var byToken: [String: [String: Any]] = [:]
         for d in log["deliveries"] as? [[String: Any]] ?? [] { byToken[d["token"] as! String] = d }
         return byToken
     }
 
-    static func tokenCount(_ server: ServerProcess, user: String) async -> Int {
+    static func tokenCount(_ server: any APIServer, user: String) async -> Int {
         (await server.request("GET", "/api/user/device-tokens", bearer: Harness.jwt(sub: user)).json["tokens"] as? [Any])?.count ?? -1
     }
 
