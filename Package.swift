@@ -134,7 +134,8 @@ let package = Package(
         // apns-send's own parts (token memory, resumed records), tested in-process.
         .testTarget(name: "SendToolTests", dependencies: ["apns-send", "APNs", "TestSupport"]),
         .testTarget(name: "BenchTests", dependencies: ["TestSupport"]),
-        // apns-server as a subprocess: real HTTP, real mock over TLS, a real SQLite file.
+        // apns-server: its HTTP contract in process (HummingbirdTesting), and as a process where
+        // one is the point (signals, kill -9, exit codes, several instances); a real mock over TLS.
         .testTarget(name: "ServerTests", dependencies: [
             "APNsMock", "Service", "Store", "TestSupport",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
