@@ -12,7 +12,10 @@ import TestSupport
     @Test(arguments: Transport.allCases)
     func requestsCarryTheAPNsHeadersAndNoStreamIsReset(_ transport: Transport) async throws {
         let server = try ServerProcess.nghttpd(maxStreams: 100, verbose: true)
-        let sender = try TestSender(transport, port: server.port)
+        // A request's deadline is a hang guard here: one that passes makes the sender reset
+        // its stream, and this test counts resets. A verbose nghttpd on a loaded machine may
+        // take minutes over 1,500 requests.
+        let sender = try TestSender(transport, port: server.port, requestTimeoutMs: 300_000)
         let count = 1500
 
         let (completions, _) = await sender.run(count: count)
