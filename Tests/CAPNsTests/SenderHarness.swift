@@ -111,9 +111,11 @@ final class TestSender: @unchecked Sendable {
     private let message: OpaquePointer
     private var destroyed = false
 
+    /// The default request deadline is as long as `run`'s wait: a hang guard. A test of
+    /// deadlines gives its own.
     init(_ transport: Transport = .nghttp2, host: String = "127.0.0.1", port: UInt16,
          caFile: String? = TestPKI.shared.caFile, connections: Int32 = 1, maxOutstanding: Int32 = 1000,
-         connectTimeoutMs: Int32 = 5000, requestTimeoutMs: Int32 = 20000, pingIntervalMs: Int32 = 0,
+         connectTimeoutMs: Int32 = 5000, requestTimeoutMs: Int32 = 60_000, pingIntervalMs: Int32 = 0,
          topic: String = "com.example.app", providerToken: String = "test.jwt.only",
          expiration: Int64 = -1, collapseID: String? = nil, payloadSize: Int? = nil) throws {
         let collector = Collector()

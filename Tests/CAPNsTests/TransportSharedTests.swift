@@ -18,7 +18,7 @@ import TestSupport
         let sender = try TestSender(transport, port: server.port, requestTimeoutMs: 300_000)
         let count = 1500
 
-        let (completions, _) = await sender.run(count: count)
+        let (completions, _) = await sender.run(count: count, seconds: 300)
         let log = server.stop()
 
         expectEachTagOnce(completions, count)
