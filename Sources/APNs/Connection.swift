@@ -8,7 +8,7 @@ import Synchronization
 /// Not thread-safe on its own by design: its one owner (`Lane`) calls `submit` and
 /// `setAuthorization` only under its lock, and `destroy` only after setting, under
 /// that same lock, the flag that stops every further call. That is what makes a
-/// call into a freed C sender impossible (issue #13, defect 2).
+/// call into a freed C sender impossible.
 final class Connection: Sendable {
     nonisolated(unsafe) private let sender: OpaquePointer
     private let destroyed = Atomic<Bool>(false)

@@ -17,7 +17,7 @@ public struct Notification: Sendable, Hashable {
         case priorityNotAllowed(Priority, PushType)
         case negativeExpiration
         /// A control character (below 0x20, or 0x7f) in a header value: it could
-        /// split the header and inject another one (issue #13).
+        /// split the header and inject another one.
         case invalidHeaderValue(field: String)
 
         public var description: String {

@@ -1,6 +1,6 @@
 /// The service's memory: device registry, preferences, the outbox and the delivery
-/// log, behind one interface so that SQLite (one instance) and PostgreSQL (several,
-/// issue #11) serve the same service. It knows nothing of HTTP or APNs: the service
+/// log, behind one interface so that SQLite (one instance) and PostgreSQL (several
+/// instances) serve the same service. It knows nothing of HTTP or APNs: the service
 /// decides policy (who gets what, what a 410 means) and asks the store to record it.
 ///
 /// Every method is one transaction. Times are milliseconds since 1970 (UTC), passed

@@ -1,6 +1,6 @@
 /// Values that become HTTP/2 header values (apns-topic, apns-collapse-id,
 /// apns-push-type) must not carry a control character: a CR or LF would be a
-/// header injection on any HTTP/1 hop and is refused by HTTP/2 stacks (issue #13).
+/// header injection on any HTTP/1 hop and is refused by HTTP/2 stacks.
 enum HeaderValue {
     /// The first control character (below 0x20, or 0x7f) in `value`, if any.
     static func controlCharacter(in value: String) -> UInt8? {

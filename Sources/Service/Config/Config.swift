@@ -86,7 +86,7 @@ public struct ServerConfig: Sendable {
     public func app(_ appType: String) -> AppConfig? { apps.first { $0.appType == appType } }
 
     /// `sqlite:PATH` (one instance) or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`
-    /// (several instances on one database, issue #11).
+    /// (several instances on one database).
     /// SQLite's `durability`: config `sqlite_synchronous` (normal: `.processCrash`, full: `.powerLoss`).
     public typealias Database = StoreLocation
 }
@@ -116,7 +116,7 @@ public struct AppConfig: Sendable {
     public var quietHoursDeclared = false
     /// Per notification type: critical (ignores quiet hours) and batching.
     public var types: [String: TypeRule] = [:]
-    /// Where broadcast channels are managed (issue #12), per environment; nil: Apple's
+    /// Where broadcast channels are managed, per environment; nil: Apple's
     /// (`api-manage-broadcast[.sandbox].push.apple.com`).
     public var broadcastManagementEndpoint: Endpoint?
     public var broadcastSandboxManagementEndpoint: Endpoint?

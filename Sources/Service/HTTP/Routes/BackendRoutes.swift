@@ -136,7 +136,7 @@ struct BackendRoutes: Sendable {
         let pending = view.counts.values.reduce(0, +) - delivered - failed - batched - superseded
         var summary: [(String, JSON)] = [("pending", .int(pending)), ("delivered", .int(delivered)), ("failed", .int(failed))]
         // Only when there are some: a notification without quiet hours or batching
-        // keeps the summary issue #10 defined.
+        // keeps the summary it always had (pending, delivered, failed).
         if batched > 0 { summary.append(("batched", .int(batched))) }
         if superseded > 0 { summary.append(("superseded", .int(superseded))) }
         return .object([

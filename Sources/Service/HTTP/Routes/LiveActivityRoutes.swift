@@ -1,7 +1,7 @@
 import Hummingbird
 import Store
 
-/// Live Activities (issue #12). App-facing (user JWT, only the user's own tokens):
+/// Live Activities. App-facing (user JWT, only the user's own tokens):
 /// register and unregister an activity's update token or a push-to-start token,
 /// list them. Backend-facing (API key): register for a user, and send a start,
 /// update or end through the outbox (`LiveActivitySend`).
