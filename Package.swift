@@ -123,7 +123,7 @@ let package = Package(
             ]
         ),
         // Shared by the test targets: throw-away PKI, locating built binaries, running subprocesses.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["APNsMock"], path: "Tests/TestSupport"),
         .testTarget(name: "CAPNsTests", dependencies: ["CAPNs", "CAPNsMock", "TestSupport"]),
         .testTarget(name: "APNsMockTests", dependencies: ["APNsMock", "CAPNs", "TestSupport"]),
         .testTarget(name: "APNsTests", dependencies: [

@@ -45,7 +45,7 @@ mkdir -p "$out"
 # That smaller manifest takes the versions the full one resolved and leaves
 # Package.resolved as it is.
 asan=(--sanitize=address -Xcc -fsanitize=undefined -Xcc -fno-sanitize-recover=undefined
-      --scratch-path "$out" --only-use-versions-from-resolved-file)
+      --scratch-path "$out" --only-use-versions-from-resolved-file --disable-index-store)
 if [ "$build" = 1 ] && [ "$swift_tests" = 1 ]; then
   [ -f Package.resolved ] || swift package resolve
   echo "== swift build --build-tests ${asan[*]} (APNS_CORE_ONLY)"
@@ -68,13 +68,17 @@ if [ "$swift_tests" = 1 ]; then
   # timeout: a hang fails the run (the sanitized tests take ~25 s here).
   ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" \
     timeout 1200 "${tests[@]}" --filter "CAPNsTests|APNsMockTests|ShutdownRaceTests" \
-    >"$out/sanitize-tests.log" 2>&1 || true
+    >"$out/sanitize-tests.log" 2>&1 && rc=0 || rc=$?
   # Judged by the log; its "Test run" line is not echoed, so that the last one in make
   # test's output stays the whole suite's.
   summary=$(grep -oE "Test run with [0-9]+ tests? .*passed.*" "$out/sanitize-tests.log" | tail -n 1)
   if grep -qE "ERROR: AddressSanitizer|runtime error:|SUMMARY: .*Sanitizer" "$out/sanitize-tests.log" ||
-     [ -z "$summary" ]; then
-    grep -E "✘|error:|ERROR: AddressSanitizer|runtime error:|SUMMARY" "$out/sanitize-tests.log" | head -n 40 >&2
+     [ -z "$summary" ] || [ "$rc" != 0 ]; then
+    echo "sanitize.sh: the sanitized test bundle exited with status $rc" >&2
+    # A bundle that died without a test report (a signal, a crash outside a test)
+    # matches none of these: its last lines say why.
+    { grep -E "✘|error:|ERROR: AddressSanitizer|runtime error:|SUMMARY" "$out/sanitize-tests.log" | head -n 40
+      echo "-- the log's last lines:"; tail -n 25 "$out/sanitize-tests.log"; } >&2 || true
     echo "sanitize.sh: the sanitized tests failed; see $out/sanitize-tests.log" >&2
     exit 1
   fi
@@ -88,7 +92,8 @@ if [ "$swift_tests" = 1 ]; then
   ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=1" LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp" \
     timeout 600 "${tests[@]}" \
     --filter "cancellingHalfTheCallers|aBurstOfTwentyThousand|ShutdownRaceTests" >"$out/leak-tests.log" 2>&1 || {
-    grep -E "✘|error:|ERROR: |SUMMARY|Direct leak" "$out/leak-tests.log" | head -n 40 >&2
+    { grep -E "✘|error:|ERROR: |SUMMARY|Direct leak" "$out/leak-tests.log" | head -n 40
+      echo "-- the log's last lines:"; tail -n 25 "$out/leak-tests.log"; } >&2 || true
     echo "sanitize.sh: the leak-checked engine tests failed; see $out/leak-tests.log" >&2
     exit 1
   }

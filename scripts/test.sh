@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # make test: what CI runs, phase by phase, each timed (scripts/timed.sh), then the total.
-#   build        swift build --build-tests (debug)
+#   resolve      the package's dependencies, fetched once for both builds below
+#   build        swift build --build-tests --disable-index-store (debug)
 #   tests        the suite, less the engine's races and its fault matrix (ALONE)
 #   checks-build the fuzz harnesses and the sanitized build (fuzz.sh and sanitize.sh
-#                --build-only), compiled beside the suite at the lowest CPU priority
+#                --build-only), compiled beside the build and the suite at the lowest
+#                CPU priority
 #   tests-alone  ALONE, on their own once that build is done
 #   fuzz         every libFuzzer harness for a few seconds (fuzz.sh --short)
 #   sanitize     ASan/UBSan tests of the shim and the mock, a 10k-request leak check
 #                per transport (sanitize.sh --short)
-# The suite waits on sockets, child processes and PostgreSQL far more than it computes:
-# at nice 19 the checks' compilers take only the CPU it leaves idle, and a test that
-# wants a core gets it at once.
+# Neither the build (its links and its waits on one module's interface) nor the suite
+# (sockets, child processes, PostgreSQL) keeps both cores busy all the time: at nice 19
+# the checks' compilers take only the CPU they leave idle, and a compiler or a test
+# that wants a core gets it at once.
 # The engine's races and its 10,000-token fault matrix run after the rest, on their own:
 # beside the server suites (hundreds of hostile sockets, three servers on one PostgreSQL)
 # two cores leave them starved for seconds at a time, which their deadlines read as
@@ -28,15 +31,23 @@ failed() {
   exit 1
 }
 
-scripts/timed.sh build "$swift" build --build-tests || failed build
+# Resolved first, so that the sanitized build (its own scratch path) takes the same
+# versions and the two builds never write Package.resolved at once.
+scripts/timed.sh resolve "$swift" package resolve || failed resolve
 
 # Its own process group, so that a failed run stops the whole build, compilers included.
+mkdir -p .build
 log=.build/checks-build.log
 setsid nice -n 19 scripts/timed.sh checks-build \
   bash -c 'scripts/fuzz.sh --build-only && scripts/sanitize.sh --short --build-only' >"$log" 2>&1 &
 checks=$!
 trap 'kill -- -$checks 2>/dev/null' EXIT
 trap 'exit 130' INT TERM
+
+# No index store: indexing while building adds to every compile and serves only an
+# editor, whose language server indexes on its own (BENCHMARKS.md has the cost).
+# `make demo-server` and `make soak` build the same way, so they share this build.
+scripts/timed.sh build "$swift" build --build-tests --disable-index-store || failed build
 
 # The test bundle runs directly: `swift test --skip-build` would load and plan the
 # package again for every run (tens of CPU-seconds on two cores) and start the bundle

@@ -66,7 +66,7 @@ import TestSupport
         #expect(opened.count == 6)
         #expect(out.contains("last_stream_id=\(opened[2]), error_code=NO_ERROR(0x00)"))
         #expect(out.components(separatedBy: ":status: 200").count - 1 == 3)
-        let s = mock.statistics()
+        let s = mock.statisticsWhenIdle()
         #expect(s.goawaysSent == 1)
         #expect(s.streams == 3)
         #expect(s.byStatus[200] == 3)
@@ -165,7 +165,7 @@ import TestSupport
                                              "-CAfile", Fixture.pki.caFile, "-ign_eof", "-quiet"], timeout: 20)
         #expect(r.status != SIGTERM)    // returned by itself, not killed by runSync's timeout
         #expect(r.stdout.contains(#"{"reason":"IdleTimeout"}"#))   // the GOAWAY's debug data, raw
-        let s = mock.statistics()
+        let s = mock.statisticsWhenIdle()
         #expect(s.goawaysSent == 1)
         #expect(s.connectionsCurrent == 0)
     }

@@ -31,7 +31,7 @@ import TestSupport
         let tls11 = runSync("/usr/bin/curl", ["-sS", "--http2", "--tlsv1.1", "--tls-max", "1.1",
                                               "--cacert", Fixture.pki.caFile, "https://127.0.0.1:\(mock.port)/"])
         #expect(tls11.status != 0)
-        #expect(mock.statistics().handshakesFailed == 2)
+        #expect(mock.statistics(once: { $0.handshakesFailed >= 2 }).handshakesFailed == 2)
     }
 
     @Test("The mock refuses to bind anything but loopback unless allowed")
@@ -61,7 +61,7 @@ import TestSupport
     func statistics() throws {
         let mock = try Fixture.mock()
         _ = curl(mock.port, [Request(), Request().with("apns-topic", nil)])
-        let s = mock.statistics()
+        let s = mock.statisticsWhenIdle()
         #expect(s.connectionsAccepted == 1)
         #expect(s.connectionsCurrent == 0)
         #expect(s.streams == 2)
