@@ -248,6 +248,17 @@ void capns__expire_queued(capns_sender *s, int64_t cutoff_ns)
         }
         s->qlen = kept;
         pthread_mutex_unlock(&s->lock);
+        /* Oldest deadline first (every request has the same timeout, so oldest submit):
+         * a resend taken ahead of older requests stands before them in the queue, and a
+         * sender thread that ran late finds them all due at once. Insertion sort: n <= 64,
+         * and a queue in submit order is already sorted. */
+        for (size_t i = 1; i < n; i++) {
+            capns_queued q = expired[i];
+            size_t j = i;
+            for (; j > 0 && expired[j - 1].submitted_ns > q.submitted_ns; j--)
+                expired[j] = expired[j - 1];
+            expired[j] = q;
+        }
         for (size_t i = 0; i < n; i++)
             capns__fail(s, &expired[i], CAPNS_TIMED_OUT, "no answer within %d ms (still queued: no room to send)",
                         s->cfg.request_timeout_ms);

@@ -680,17 +680,36 @@ static void finish(curl_transport *t, xfer *x, CURLcode rc)
     xfer_put(t, x);
 }
 
+/* Transfers that ran out of time end oldest deadline first, as queued ones do
+ * (capns__expire_queued): libcurl reports the transfers it timed out in one pass
+ * in the order they were added, and a resend is added ahead of older requests. */
+#define LATE_MAX 64
+
 static void reap(curl_transport *t)
 {
     CURLMsg *msg;
     int left;
+    xfer *late[LATE_MAX];
+    size_t n_late = 0;
     while ((msg = curl_multi_info_read(t->multi, &left))) {
         if (msg->msg != CURLMSG_DONE)
             continue;
         xfer *x = NULL;
         curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-        finish(t, x, msg->data.result);
+        if (msg->data.result == CURLE_OPERATION_TIMEDOUT && n_late < LATE_MAX)
+            late[n_late++] = x;     /* msg is not read again: finish() below removes it */
+        else
+            finish(t, x, msg->data.result);
     }
+    for (size_t i = 1; i < n_late; i++) {
+        xfer *x = late[i];
+        size_t j = i;
+        for (; j > 0 && late[j - 1]->q.submitted_ns > x->q.submitted_ns; j--)
+            late[j] = late[j - 1];
+        late[j] = x;
+    }
+    for (size_t i = 0; i < n_late; i++)
+        finish(t, late[i], CURLE_OPERATION_TIMEDOUT);
 }
 
 /* On stop: every busy transfer ends CANCELLED, exactly once. */

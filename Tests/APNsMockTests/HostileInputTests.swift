@@ -221,7 +221,7 @@ struct RawH2 {
         let r = runSync("/bin/sh", ["-c", #"exec /usr/bin/openssl s_client -connect "$1" -alpn h2 -CAfile "$2" -verify_return_error -quiet -no_ign_eof <"$3""#,
                                     "sh", "127.0.0.1:\(mock.port)", Fixture.pki.caFile, file.path], timeout: 30)
         #expect(r.stderr.contains("verify return:1"), "TLS verified: \(r.stderr)")
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(60)    // a hang guard
         var stats = mock.statistics()
         while (stats.connectionsAccepted == 0 || stats.connectionsCurrent > 0) && Date() < deadline {
             usleep(10_000)

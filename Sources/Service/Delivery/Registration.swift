@@ -6,10 +6,7 @@ enum Registration {
     static func parse(_ body: JSON, userID: String, companyID: String?, config: ServerConfig)
         throws(APIError) -> DeviceRegistration
     {
-        guard let raw = body["deviceToken"] else { throw .badRequest("deviceToken is required") }
-        guard let token = raw.stringValue, let normalized = normalizeToken(token) else {
-            throw .badRequest("deviceToken must be 64 to 200 hex digits (an even count)")
-        }
+        let normalized = try requiredToken(body, field: "deviceToken")
         guard let platform = body["platform"]?.stringValue, platform == "ios" || platform == "android" else {
             throw .badRequest("platform must be \"ios\" or \"android\"")
         }
@@ -40,6 +37,16 @@ enum Registration {
             let entry = listed ? "devices[\(refusal.index)]: " : ""
             throw APIError.conflict(entry + "deviceToken is registered as a Live Activity token")
         }
+    }
+
+    /// The token in `field`, normalized: a 400 naming the field when it is missing or
+    /// not a token (device and Live Activity tokens alike).
+    static func requiredToken(_ body: JSON, field: String) throws(APIError) -> String {
+        guard let raw = body[field] else { throw .badRequest("\(field) is required") }
+        guard let text = raw.stringValue, let token = normalizeToken(text) else {
+            throw .badRequest("\(field) must be 64 to 200 hex digits (an even count)")
+        }
+        return token
     }
 
     /// Lower-case hex, 64 to 200 digits, an even count; nil otherwise.

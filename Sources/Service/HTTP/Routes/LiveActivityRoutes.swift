@@ -27,10 +27,7 @@ struct LiveActivityRoutes: Sendable {
     /// `activityId` the token updates that running activity; without, it is the
     /// app's push-to-start token for `attributesType`.
     static func parse(_ body: JSON, userID: String, config: ServerConfig) throws(APIError) -> LiveActivityRegistration {
-        guard let raw = body["pushToken"] else { throw .badRequest("pushToken is required") }
-        guard let text = raw.stringValue, let token = Registration.normalizeToken(text) else {
-            throw .badRequest("pushToken must be 64 to 200 hex digits (an even count)")
-        }
+        let token = try Registration.requiredToken(body, field: "pushToken")
         guard let appType = body["appType"]?.stringValue else { throw .badRequest("appType is required") }
         guard config.app(appType) != nil else {
             throw .badRequest("unknown appType; configured: \(config.apps.map(\.appType).joined(separator: ", "))")
@@ -80,10 +77,7 @@ struct LiveActivityRoutes: Sendable {
     @Sendable func unregisterToken(_ request: Request, context: ServiceContext) async throws -> Response {
         let user = try context.requireUser()
         let json = try await body.object(request)
-        guard let raw = json["pushToken"]?.stringValue else { throw APIError.badRequest("pushToken is required") }
-        guard let token = Registration.normalizeToken(raw) else {
-            throw APIError.badRequest("pushToken must be 64 to 200 hex digits (an even count)")
-        }
+        let token = try Registration.requiredToken(json, field: "pushToken")
         guard try await store.unregisterLiveActivity(userID: user.userID, token: token, now: clock.nowMillis) else {
             throw APIError.notFound("Live Activity token not found")
         }

@@ -31,10 +31,7 @@ struct UserRoutes: Sendable {
     @Sendable func unregisterDevice(_ request: Request, context: ServiceContext) async throws -> Response {
         let user = try context.requireUser()
         let json = try await body.object(request)
-        guard let raw = json["deviceToken"]?.stringValue else { throw APIError.badRequest("deviceToken is required") }
-        guard let token = Registration.normalizeToken(raw) else {
-            throw APIError.badRequest("deviceToken must be 64 to 200 hex digits (an even count)")
-        }
+        let token = try Registration.requiredToken(json, field: "deviceToken")
         guard try await store.unregister(userID: user.userID, token: token, now: clock.nowMillis) else {
             throw APIError.notFound("device token not found")
         }
