@@ -214,10 +214,3 @@ extension SQLiteStore {
         ORDER BY user_id, registered_at DESC, id DESC
         """
 }
-
-extension PreferenceValue {
-    /// A row's `value` (a toggle) or `text_value` (a setting): exactly one is set.
-    init(value: Bool?, text: String?) {
-        self = if let text { .text(text) } else { .bool(value ?? false) }
-    }
-}
