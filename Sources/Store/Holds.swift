@@ -51,11 +51,11 @@ extension SQLiteStore {
                                          payloadOf[i], d.pushType, d.priority, collapseID, d.expiration, now, notBefore])
                     newCarrier = db.lastInsertedRowID
                 case .keep(let delivery):
-                    try keep.execute(arguments: [d.deviceID, hold.kindName, hold.key, delivery.id(newCarrier: newCarrier),
+                    try keep.execute(arguments: [d.deviceID, hold.kindName, hold.key, delivery.row(newCarrier: newCarrier),
                                                  hold.closesAt])
                 case .carry(let delivery, let by, let state):
-                    try carry.execute(arguments: [state, by.id(newCarrier: newCarrier), now,
-                                                  delivery.id(newCarrier: newCarrier)])
+                    try carry.execute(arguments: [state, by.row(newCarrier: newCarrier), now,
+                                                  delivery.row(newCarrier: newCarrier)])
                 case .leaveOutbox(let delivery):
                     try db.execute(sql: "DELETE FROM outbox WHERE delivery_id = ?", arguments: [delivery])
                 }

@@ -11,7 +11,7 @@ enum HoldStep: Equatable {
         case newCarrier
 
         /// Its row, `newCarrier` being the row the `openCarrier` step wrote.
-        func id(newCarrier: Int64) -> Int64 {
+        func row(newCarrier: Int64) -> Int64 {
             switch self {
             case .id(let id): id
             case .newCarrier: newCarrier

@@ -77,16 +77,16 @@ extension PostgresStore {
                 case .keep(let delivery):
                     try await db.run("""
                         INSERT INTO holds (device_id, kind, key, delivery_id, closes_at)
-                        VALUES (\(d.deviceID), \(hold.kindName), \(hold.key), \(delivery.id(newCarrier: newCarrier)),
+                        VALUES (\(d.deviceID), \(hold.kindName), \(hold.key), \(delivery.row(newCarrier: newCarrier)),
                                 \(hold.closesAt))
                         ON CONFLICT (device_id, kind, key) DO UPDATE SET delivery_id = excluded.delivery_id,
                                                                          closes_at = excluded.closes_at
                         """)
                 case .carry(let delivery, let by, let state):
                     try await db.run("""
-                        UPDATE deliveries SET state = \(state), carried_by = \(by.id(newCarrier: newCarrier)),
+                        UPDATE deliveries SET state = \(state), carried_by = \(by.row(newCarrier: newCarrier)),
                                               finished_at = \(now), not_before = NULL
-                        WHERE id = \(delivery.id(newCarrier: newCarrier)) AND state = 'pending'
+                        WHERE id = \(delivery.row(newCarrier: newCarrier)) AND state = 'pending'
                         """)
                 case .leaveOutbox(let delivery):
                     try await db.run("DELETE FROM outbox WHERE delivery_id = \(delivery)")
