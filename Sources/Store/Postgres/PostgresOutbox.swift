@@ -178,9 +178,14 @@ extension PostgresStore {
                 LEFT JOIN payloads p ON p.id = d.payload_id
                 ORDER BY l.n
                 """)
-            var mapping = ClaimMapping<PostgresRandomAccessRow>()
-            return try found.map { try mapping.claimed($0) }
+            return try Self.claimedDeliveries(found)
         }
+    }
+
+    /// Rows of `Statements.claimedColumns` as deliveries to send.
+    static func claimedDeliveries(_ found: [PostgresRandomAccessRow]) throws -> [ClaimedDelivery] {
+        var mapping = ClaimMapping<PostgresRandomAccessRow>()
+        return try found.map { try mapping.claimed($0) }
     }
 
     /// The lease: $1 now, $2 limit, $3 the lease's end, $4 the worker; returns the

@@ -169,44 +169,55 @@ extension PostgresStore {
 
     public func recipients(appType: String, audience: Audience) async throws(StoreError) -> [Recipient] {
         let doing = "find recipients"
-        // Who: named users in the order given, or everyone with an active token of the
-        // app in the company, ordered by user id (see `RecipientsFold`). One snapshot
-        // for the three reads.
+        // Who: named users in the order given (each once, device or not, so the service
+        // can count "no_devices"), or everyone with an active token of the app in the
+        // company, ordered by user id (an Android-only user is one of them, with no iOS
+        // device: "no_devices" too). One snapshot for the three reads.
         return try await transaction(doing) { db -> [Recipient] in
             try await db.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            var fold: RecipientsFold
-            let devices: [PostgresRandomAccessRow]
             switch audience {
             case .users(let ids):
-                fold = RecipientsFold(users: ids)
-                guard !fold.isEmpty else { return [] }
-                devices = try await db.rows("""
+                var seen = Set<String>()
+                let users = ids.filter { seen.insert($0).inserted }
+                guard !users.isEmpty else { return [] }
+                let devices = try await db.rows("""
                     SELECT user_id, id, token, environment FROM devices
-                    WHERE user_id = ANY(\(fold.users)) AND app_type = \(appType) AND is_active AND platform = 'ios'
+                    WHERE user_id = ANY(\(users)) AND app_type = \(appType) AND is_active AND platform = 'ios'
                     ORDER BY registered_at DESC, id DESC
                     """)
+                let preferences = try await db.rows("""
+                    SELECT user_id, key, value, text_value FROM preferences
+                    WHERE user_id = ANY(\(users)) AND app_type = \(appType)
+                    """)
+                return try Self.recipients(users, devices, preferences)
             case .company(let company):
-                fold = RecipientsFold(users: try await db.rows("""
+                let users = try await db.rows("""
                     SELECT DISTINCT user_id COLLATE "C" FROM devices
                     WHERE company_id = \(company) AND app_type = \(appType) AND is_active ORDER BY 1
-                    """).map { try $0.get(0, String.self) })
-                guard !fold.isEmpty else { return [] }
+                    """).map { try $0.get(0, String.self) }
+                guard !users.isEmpty else { return [] }
                 // A company's notification goes only to the devices registered with that
                 // company, even if a user also works elsewhere.
-                devices = try await db.rows("""
+                let devices = try await db.rows("""
                     SELECT user_id, id, token, environment FROM devices
                     WHERE company_id = \(company) AND app_type = \(appType) AND is_active AND platform = 'ios'
                     ORDER BY registered_at DESC, id DESC
                     """)
+                let preferences = try await db.rows("""
+                    SELECT user_id, key, value, text_value FROM preferences
+                    WHERE user_id = ANY(\(users)) AND app_type = \(appType)
+                    """)
+                return try Self.recipients(users, devices, preferences)
             }
-            for row in devices { try fold.device(row) }
-            for row in try await db.rows("""
-                SELECT user_id, key, value, text_value FROM preferences
-                WHERE user_id = ANY(\(fold.users)) AND app_type = \(appType)
-                """) {
-                try fold.preference(row)
-            }
-            return fold.result()
         }
+    }
+
+    /// Users in order, each with their devices and saved preferences.
+    private static func recipients(_ users: [String], _ deviceRows: [PostgresRandomAccessRow],
+                                   _ preferenceRows: [PostgresRandomAccessRow]) throws -> [Recipient] {
+        var fold = RecipientsFold(users: users)
+        for row in deviceRows { try fold.device(row) }
+        for row in preferenceRows { try fold.preference(row) }
+        return fold.result()
     }
 }
