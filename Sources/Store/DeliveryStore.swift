@@ -1,11 +1,17 @@
-/// The service's memory: device registry, preferences, the outbox and the delivery
-/// log, behind one interface so that SQLite (one instance) and PostgreSQL (several
-/// instances) serve the same service. It knows nothing of HTTP or APNs: the service
-/// decides policy (who gets what, what a 410 means) and asks the store to record it.
+/// The service's memory, composed of one contract per concern: the device
+/// registry, preferences, the outbox and its claims, the delivery log, retention,
+/// Live Activity tokens and broadcast channels. SQLite (one instance) and PostgreSQL
+/// (several instances) each serve the whole of it, so the service runs on either.
+/// The store knows nothing of HTTP or APNs: the service decides policy (who gets
+/// what, what a 410 means) and asks the store to record it.
 ///
 /// Every method is one transaction. Times are milliseconds since 1970 (UTC), passed
 /// in by the caller so that tests control the clock.
-public protocol DeliveryStore: Sendable {
+///
+/// What differs by engine is a capability the contract names, never a type the
+/// service checks: `sharedOutbox` (other instances enqueue into the same outbox).
+public protocol DeliveryStore: DeviceRegistry, PreferenceStore, OutboxStore, DeliveryLogStore, RetentionStore,
+                               LiveActivityStore, ChannelStore {
     /// Creates or upgrades the schema (versioned, idempotent, safe when several
     /// instances start at once).
     func migrate() async throws(StoreError)
@@ -20,38 +26,12 @@ public protocol DeliveryStore: Sendable {
     /// Where other instances share this store's outbox: how to hear of their
     /// enqueues (see `SharedOutbox`). Nil where this process is the only writer.
     var sharedOutbox: (any SharedOutbox)? { get }
+}
 
-    // MARK: Device registry
-
-    /// Upserts each by (app type, token), all in one transaction: a re-registered
-    /// token is updated (and moved to this user, reactivated, `registeredAt` = `now`),
-    /// never duplicated. A token that moves to another user keeps nothing of the old
-    /// owner's (its name, versions, creation and last use are the new registration's).
-    /// Each user keeps at most `maxActive` active device tokens of an app: the oldest
-    /// registrations beyond that are deactivated ("replaced").
-    ///
-    /// Either every registration is stored or none: a refusal (a token that is a
-    /// Live Activity token) is returned with nothing stored, an error rolls back too.
-    func register(_ devices: [DeviceRegistration], maxActive: Int,
-                  now: Int64) async throws(StoreError) -> RegistrationRefusal?
-
-    /// Soft-deletes one of this user's active tokens; false when it is not one of them.
-    func unregister(userID: String, token: String, now: Int64) async throws(StoreError) -> Bool
-
-    /// This user's active tokens, newest first.
-    func devices(userID: String) async throws(StoreError) -> [DeviceRow]
-
-    // MARK: Preferences
-
-    /// The values this user saved for this app (keys never saved are absent).
-    func preferences(userID: String, appType: String) async throws(StoreError) -> [String: PreferenceValue]
-
-    /// Sets some keys, creating the record if there is none.
-    func updatePreferences(userID: String, appType: String, _ changes: [String: PreferenceValue],
-                           now: Int64) async throws(StoreError)
-
-    // MARK: Fan-out and the outbox
-
+/// The outbox and its claims: a notification's recipients and deliveries go in (a
+/// delivery with a `Hold` waits in its device's window), workers claim them under a
+/// lease, and each leaves with one final outcome.
+public protocol OutboxStore: Sendable {
     /// The users a notification targets, each with their saved preferences for the app
     /// and their active iOS tokens of that app: by user ids, or by company (every user
     /// with an active token of the app whose company is `companyID`).
@@ -114,74 +94,10 @@ public protocol DeliveryStore: Sendable {
     /// `availableAt`, their attempts counted, their apns-ids kept.
     func release(worker: String, deliveryIDs: [Int64], availableAt: Int64, now: Int64) async throws(StoreError)
 
-    // MARK: Reading the log
-
-    /// A notification with its counts by state, and one page of its deliveries in
-    /// log order: at most `limit`, those after the cursor `after` (from the previous
-    /// page's `next`). A 100k fan-out is read a page at a time, never whole.
-    func notification(id: String, limit: Int, after: Int64?) async throws(StoreError) -> NotificationView?
-    func delivery(apnsID: String) async throws(StoreError) -> DeliveryView?
     /// Deliveries pending in the outbox.
     func outboxDepth() async throws(StoreError) -> Int
     /// Those of them not due at `now` (quiet hours, a batching window, a retry's backoff).
     func outboxWaiting(now: Int64) async throws(StoreError) -> Int
-    /// Retention: removes up to `limit` notifications created before `cutoff` whose
-    /// deliveries are all final (with those deliveries), and up to `limit` broadcasts
-    /// finished before it. One short transaction per call: the caller repeats until
-    /// nothing is left, so no long transaction holds the writer (or VACUUM) back.
-    func pruneLog(before cutoff: Int64, limit: Int) async throws(StoreError) -> PruneResult
-    /// Retention of the registry: deletes up to `limit` tokens deactivated before
-    /// `cutoff` (with what hangs on them: their Live Activity kind, their last use,
-    /// an activity's owner once none of its tokens is left); how many went.
-    func pruneDevices(inactiveBefore cutoff: Int64, limit: Int) async throws(StoreError) -> Int
-
-    // MARK: Live Activities (tokens; their sends use the outbox above)
-
-    /// Upserts by (app type, token), like `register`: moved to this user, reactivated,
-    /// at most `maxActive` active Live Activity tokens per user and app. An activity
-    /// belongs to the user who first registered a token for it (per app): another
-    /// user's token for it is refused, as is a token that is a device token. A
-    /// refusal stores nothing.
-    func registerLiveActivity(_ registration: LiveActivityRegistration, maxActive: Int,
-                              now: Int64) async throws(StoreError) -> RegistrationRefusal?
-    /// Soft-deletes one of this user's active Live Activity tokens; false when it is not one of them.
-    func unregisterLiveActivity(userID: String, token: String, now: Int64) async throws(StoreError) -> Bool
-    /// This user's active Live Activity tokens, newest first.
-    func liveActivityTokens(userID: String) async throws(StoreError) -> [LiveActivityToken]
-    /// The active Live Activity tokens of an app a send targets, by user id (an
-    /// activity's: its owner's only).
-    func liveActivityTokens(appType: String, _ target: LiveActivityTarget) async throws(StoreError) -> [LiveActivityToken]
-
-    // MARK: Broadcast channels and their sends
-
-    func channel(_ key: ChannelKey) async throws(StoreError) -> ChannelRow?
-    /// The key's channel if its audience includes this app user (public, the user
-    /// named, or the user's company named); nil when there is none or it is not theirs.
-    func channel(_ key: ChannelKey, visibleTo userID: String, companyID: String?) async throws(StoreError) -> ChannelRow?
-    /// An app's channels (of one environment and entity type, when given), by entity.
-    func channels(appType: String, environment: String?, entityType: String?) async throws(StoreError) -> [ChannelRow]
-    /// Stores a channel APNs created, unless its key has one already: returns the
-    /// one stored (when it is not `channel`, the caller deletes its own on APNs).
-    /// With `audience`, the stored channel's audience becomes it; without, a new
-    /// channel has none (no app user may read it) and an existing one keeps its own.
-    func addChannel(_ channel: ChannelRow, audience: ChannelAudience?) async throws(StoreError) -> ChannelRow
-    /// Replaces the audience of the key's channel; false when the key has none.
-    func setChannelAudience(_ key: ChannelKey, _ audience: ChannelAudience) async throws(StoreError) -> Bool
-    /// Forgets the key's channel if it is still `channelID`.
-    func removeChannel(_ key: ChannelKey, channelID: String) async throws(StoreError) -> Bool
-    /// Records a broadcast, pending, before it is sent.
-    func enqueueBroadcast(_ broadcast: NewBroadcast, now: Int64) async throws(StoreError)
-    /// Claims due pending broadcasts whose lease is free or expired (as `claim`).
-    func claimBroadcasts(worker: String, limit: Int, leaseMillis: Int64, now: Int64) async throws(StoreError) -> [ClaimedBroadcast]
-    /// Writes the one final entry; false (nothing written) when this worker no longer holds it.
-    func finishBroadcast(worker: String, _ outcome: BroadcastOutcome, now: Int64) async throws(StoreError) -> Bool
-    /// Extends the lease of broadcasts this worker still holds (a send may outlast one).
-    func renewBroadcasts(worker: String, ids: [String], leaseMillis: Int64, now: Int64) async throws(StoreError)
-    /// Pending again from `availableAt`, the attempt counted.
-    func releaseBroadcast(worker: String, id: String, availableAt: Int64, now: Int64) async throws(StoreError)
-    func broadcast(id: String) async throws(StoreError) -> BroadcastView?
-    /// Broadcasts not yet final.
-    func pendingBroadcasts() async throws(StoreError) -> Int
 }
 
 /// A store that cannot do what was asked: the database is unreachable, or refused.
@@ -197,109 +113,9 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-public struct DeviceRegistration: Sendable, Hashable {
-    public var userID: String
-    public var companyID: String?
-    /// Lower-case hex.
-    public var token: String
-    /// "ios" or "android" (stored, never sent).
-    public var platform: String
-    public var appType: String
-    public var deviceName: String?
-    public var osVersion: String?
-    public var appVersion: String?
-    /// "sandbox" or "production".
-    public var environment: String
-
-    public init(userID: String, companyID: String? = nil, token: String, platform: String, appType: String,
-                deviceName: String? = nil, osVersion: String? = nil, appVersion: String? = nil,
-                environment: String = "production") {
-        self.userID = userID
-        self.companyID = companyID
-        self.token = token
-        self.platform = platform
-        self.appType = appType
-        self.deviceName = deviceName
-        self.osVersion = osVersion
-        self.appVersion = appVersion
-        self.environment = environment
-    }
-}
-
-/// Why a registration was refused; nothing of the request was stored.
-public struct RegistrationRefusal: Error, Sendable, Hashable {
-    public enum Reason: Sendable, Hashable {
-        /// The token is registered as the other kind: a device token registered as a
-        /// Live Activity token, or the reverse. One never becomes the other.
-        case otherKind
-        /// The activity belongs to another user of the app.
-        case activityOfAnotherUser
-    }
-
-    public var reason: Reason
-    /// Which registration of the list.
-    public var index: Int
-
-    public init(_ reason: Reason, index: Int = 0) {
-        self.reason = reason
-        self.index = index
-    }
-}
-
-/// Device tokens and Live Activity tokens each count against a user's cap apart:
-/// registering activities never pushes out the user's phones.
-enum TokenKind {
-    case device, liveActivity
-
-    /// The `devices` rows of this kind (SQL, the same on both stores).
-    var rows: String {
-        switch self {
-        case .device: "platform <> 'liveactivity'"
-        case .liveActivity: "platform = 'liveactivity'"
-        }
-    }
-}
-
-/// A token as `GET /api/user/device-tokens` lists it.
-public struct DeviceRow: Sendable, Hashable {
-    public var id: Int64
-    public var platform: String
-    public var appType: String
-    public var deviceName: String?
-    public var osVersion: String?
-    public var appVersion: String?
-    public var lastUsedAt: Int64?
-    public var createdAt: Int64
-
-    public init(id: Int64, platform: String, appType: String, deviceName: String?, osVersion: String?,
-                appVersion: String?, lastUsedAt: Int64?, createdAt: Int64) {
-        self.id = id
-        self.platform = platform
-        self.appType = appType
-        self.deviceName = deviceName
-        self.osVersion = osVersion
-        self.appVersion = appVersion
-        self.lastUsedAt = lastUsedAt
-        self.createdAt = createdAt
-    }
-}
-
 public enum Audience: Sendable, Hashable {
     case users([String])
     case company(String)
-}
-
-/// A saved preference: a toggle, or a text setting (a quiet-hours time, a time zone).
-/// Literals of either kind read as one, so `["newEnquiry": false]` is a change.
-public enum PreferenceValue: Sendable, Hashable, ExpressibleByBooleanLiteral, ExpressibleByStringLiteral {
-    case bool(Bool)
-    case text(String)
-
-    public init(booleanLiteral value: Bool) { self = .bool(value) }
-    public init(stringLiteral value: String) { self = .text(value) }
-
-    public var bool: Bool? { if case .bool(let b) = self { b } else { nil } }
-    public var text: String? { if case .text(let t) = self { t } else { nil } }
 }
 
 public struct Recipient: Sendable, Hashable {
@@ -413,7 +229,7 @@ public struct ClaimedDelivery: Sendable, Hashable {
     }
 }
 
-/// A claim taken at enqueue time (see `DeliveryStore.enqueue`): by whom, for how long.
+/// A claim taken at enqueue time (see `OutboxStore.enqueue`): by whom, for how long.
 public struct OutboxLease: Sendable, Hashable {
     public var worker: String
     public var millis: Int64
@@ -510,91 +326,5 @@ public struct DeliveryOutcome: Sendable, Hashable {
         self.timestamp = timestamp
         self.attempts = attempts
         self.tokenChange = tokenChange
-    }
-}
-
-extension DeliveryStore {
-    /// One device registration without a cap on the user's tokens (tests seed with it).
-    @discardableResult
-    func register(_ device: DeviceRegistration, now: Int64) async throws(StoreError) -> RegistrationRefusal? {
-        try await register([device], maxActive: .max, now: now)
-    }
-
-    /// One Live Activity registration without a cap on the user's tokens.
-    @discardableResult
-    func registerLiveActivity(_ registration: LiveActivityRegistration,
-                              now: Int64) async throws(StoreError) -> RegistrationRefusal? {
-        try await registerLiveActivity(registration, maxActive: .max, now: now)
-    }
-
-    /// Every delivery at once: for tests and small notifications.
-    public func notification(id: String) async throws(StoreError) -> NotificationView? {
-        try await notification(id: id, limit: Int.max, after: nil)
-    }
-}
-
-public struct NotificationView: Sendable, Hashable {
-    public var id: String
-    public var type: String
-    public var entityID: String?
-    public var createdAt: Int64
-    /// This page of deliveries.
-    public var deliveries: [DeliveryView]
-    /// All of the notification's deliveries by state, not only this page's.
-    public var counts: [String: Int]
-    /// The cursor of the next page; nil on the last.
-    public var next: Int64?
-
-    public init(id: String, type: String, entityID: String?, createdAt: Int64, deliveries: [DeliveryView],
-                counts: [String: Int] = [:], next: Int64? = nil) {
-        self.id = id
-        self.type = type
-        self.entityID = entityID
-        self.createdAt = createdAt
-        self.deliveries = deliveries
-        self.counts = counts
-        self.next = next
-    }
-}
-
-public struct DeliveryView: Sendable, Hashable {
-    public var notificationID: String
-    public var userID: String
-    public var token: String
-    public var environment: String
-    /// "pending", "delivered" or "failed"; "batched" (a coalescing window's send
-    /// carried it) or "superseded" (a later deferred delivery with its collapse key
-    /// replaced it): `carriedBy` names that delivery.
-    public var state: String
-    public var apnsID: String
-    public var status: Int?
-    public var reason: String?
-    public var timestamp: Int64?
-    public var attempts: Int
-    public var finishedAt: Int64?
-    /// Held until then (quiet hours, a coalescing window).
-    public var notBefore: Int64?
-    /// The apns-id of the delivery that carried (or superseded) this one.
-    public var carriedBy: String?
-    /// A carrier: how many notifications it stands for.
-    public var batched: Int?
-
-    public init(notificationID: String, userID: String, token: String, environment: String, state: String,
-                apnsID: String, status: Int?, reason: String?, timestamp: Int64?, attempts: Int, finishedAt: Int64?,
-                notBefore: Int64? = nil, carriedBy: String? = nil, batched: Int? = nil) {
-        self.notificationID = notificationID
-        self.userID = userID
-        self.token = token
-        self.environment = environment
-        self.state = state
-        self.apnsID = apnsID
-        self.status = status
-        self.reason = reason
-        self.timestamp = timestamp
-        self.attempts = attempts
-        self.finishedAt = finishedAt
-        self.notBefore = notBefore
-        self.carriedBy = carriedBy
-        self.batched = batched
     }
 }

@@ -1,50 +1,11 @@
 import GRDB
 
-/// How a delivery waits with others of its device, in a window named by `key`
-/// (one window per device, kind and key; `closesAt` ends it). Both kinds live in
-/// the `holds` table and the outbox, never in memory: a restart finds them as they were.
-public struct Hold: Sendable, Hashable {
-    public enum Kind: Sendable, Hashable {
-        /// Batching. The first delivery for the key opens a window and a carrier: a new
-        /// delivery (this apns-id and collapse id, the member's payload and `notBefore`)
-        /// that is the window's one send. Every delivery in the window, the first
-        /// included, is a member: state `batched`, `carried_by` the carrier, which takes
-        /// each new member's payload (the latest wins) and counts it in `batched`. A
-        /// member's `notBefore` past `closesAt` (quiet hours) holds the carrier until then.
-        case coalesce(carrierAPNsID: String, carrierCollapseID: String)
-        /// Quiet hours' defer with a collapse id: a later deferred delivery for the same
-        /// device and key replaces the one still held, which becomes `superseded`.
-        case `defer`
-    }
-
-    public var kind: Kind
-    public var key: String
-    /// Until then, a delivery with the same device, kind and key joins this window.
-    public var closesAt: Int64
-
-    public init(kind: Kind, key: String, closesAt: Int64) {
-        self.kind = kind
-        self.key = key
-        self.closesAt = closesAt
-    }
-
-    var kindName: String {
-        switch kind {
-        case .coalesce: "coalesce"
-        case .defer: "defer"
-        }
-    }
-}
-
 extension SQLiteStore {
     /// The enqueue's second step for deliveries with a hold, already inserted
-    /// (pending) in this transaction. Statements per delivery: batching and quiet
-    /// hours touch a few users' devices per notification, never a 100k fan-out
-    /// (which has no hold and never comes here).
-    ///
-    /// A window is open while its time has not run out and its delivery still waits
-    /// unclaimed in the outbox: once a worker holds the carrier, its payload is on
-    /// the way, and a newcomer opens the next window instead of changing it.
+    /// (pending) in this transaction: `HoldsPlan`'s steps, with SQLite's statements.
+    /// Statements per delivery: batching and quiet hours touch a few users' devices
+    /// per notification, never a 100k fan-out (which has no hold and never comes here).
+    /// SQLite's single writer keeps the window found open until the commit.
     static func applyHolds(_ db: Database, notificationID: String, _ deliveries: [NewDelivery],
                            payloadOf: [Int64], now: Int64) throws {
         // Closed windows are of no more use (their deliveries live on in the outbox).
@@ -57,8 +18,7 @@ extension SQLiteStore {
         let keep = try db.cachedStatement(sql: """
             INSERT OR REPLACE INTO holds (device_id, kind, key, delivery_id, closes_at) VALUES (?, ?, ?, ?, ?)
             """)
-        // A member (or a superseded delivery) is final: it never waits itself.
-        let carried = try db.cachedStatement(sql: """
+        let carry = try db.cachedStatement(sql: """
             UPDATE deliveries SET state = ?, carried_by = ?, finished_at = ?, not_before = NULL
             WHERE id = ? AND state = 'pending'
             """)
@@ -68,43 +28,37 @@ extension SQLiteStore {
                 throw StoreError("enqueue: delivery \(d.apnsID) vanished inside its own transaction")
             }
             let current = try Int64.fetchOne(open, arguments: [d.deviceID, hold.kindName, hold.key, now])
-            switch hold.kind {
-            case .coalesce(let carrierAPNsID, let carrierCollapseID):
-                let carrier: Int64
-                if let current {
-                    // The latest member's payload and headers; one more counted. The window
-                    // keeps its own close; only a member held past its hold's `closesAt`
-                    // (quiet hours began meanwhile) holds the window's send longer.
-                    let later: Int64? = if let n = d.notBefore, n > hold.closesAt { n } else { nil }
+            var newCarrier: Int64 = 0
+            for step in HoldsPlan.steps(for: d, id: id, hold: hold, open: current) {
+                switch step {
+                case .join(let carrier, let until):
                     try db.execute(sql: """
                         UPDATE deliveries SET payload_id = ?, push_type = ?, priority = ?, expiration = ?,
                                               batched = batched + 1, not_before = max(not_before, coalesce(?, not_before))
                         WHERE id = ?
-                        """, arguments: [payloadOf[i], d.pushType, d.priority, d.expiration, later, current])
-                    if let later {
+                        """, arguments: [payloadOf[i], d.pushType, d.priority, d.expiration, until, carrier])
+                    if let until {
                         try db.execute(sql: "UPDATE outbox SET available_at = max(available_at, ?) WHERE delivery_id = ?",
-                                       arguments: [later, current])
+                                       arguments: [until, carrier])
                     }
-                    carrier = current
-                } else {
+                case .openCarrier(let apnsID, let collapseID, let notBefore):
                     try db.execute(sql: """
                         INSERT INTO deliveries (notification_id, user_id, device_id, token, environment, apns_id, payload,
                                                 payload_id, push_type, priority, collapse_id, expiration, created_at,
                                                 not_before, batched)
                         VALUES (?, ?, ?, ?, ?, ?, x'', ?, ?, ?, ?, ?, ?, ?, 1)
-                        """, arguments: [notificationID, d.userID, d.deviceID, d.token, d.environment, carrierAPNsID,
-                                         payloadOf[i], d.pushType, d.priority, carrierCollapseID, d.expiration, now,
-                                         d.notBefore ?? hold.closesAt])
-                    carrier = db.lastInsertedRowID
-                    try keep.execute(arguments: [d.deviceID, hold.kindName, hold.key, carrier, hold.closesAt])
+                        """, arguments: [notificationID, d.userID, d.deviceID, d.token, d.environment, apnsID,
+                                         payloadOf[i], d.pushType, d.priority, collapseID, d.expiration, now, notBefore])
+                    newCarrier = db.lastInsertedRowID
+                case .keep(let delivery):
+                    try keep.execute(arguments: [d.deviceID, hold.kindName, hold.key, delivery.row(newCarrier: newCarrier),
+                                                 hold.closesAt])
+                case .carry(let delivery, let by, let state):
+                    try carry.execute(arguments: [state, by.row(newCarrier: newCarrier), now,
+                                                  delivery.row(newCarrier: newCarrier)])
+                case .leaveOutbox(let delivery):
+                    try db.execute(sql: "DELETE FROM outbox WHERE delivery_id = ?", arguments: [delivery])
                 }
-                try carried.execute(arguments: ["batched", carrier, now, id])
-            case .defer:
-                if let current {
-                    try carried.execute(arguments: ["superseded", id, now, current])
-                    try db.execute(sql: "DELETE FROM outbox WHERE delivery_id = ?", arguments: [current])
-                }
-                try keep.execute(arguments: [d.deviceID, hold.kindName, hold.key, id, hold.closesAt])
             }
         }
     }

@@ -250,17 +250,9 @@ extension SQLiteStore {
             let select = try db.cachedStatement(sql: Self.claimSQL)
             var claimed: [ClaimedDelivery] = []
             claimed.reserveCapacity(limit)
-            // Deliveries of one notification share their payload: one array for all.
-            var lastData = Data(), lastPayload: [UInt8] = []
+            var mapping = ClaimMapping<Row>()
             let rows = try Row.fetchCursor(select, arguments: ["now": now, "limit": limit])
-            while let row = try rows.next() {
-                let payload: Data = row[7]
-                if payload != lastData {
-                    lastData = payload
-                    lastPayload = Array(payload)
-                }
-                claimed.append(ClaimedDelivery(row: row, payload: lastPayload))
-            }
+            while let row = try rows.next() { claimed.append(try mapping.claimed(row)) }
             guard !claimed.isEmpty else { return [] }
             try db.cachedStatement(sql: """
                 UPDATE outbox SET lease_until = ?, claimed_by = ?
@@ -281,12 +273,7 @@ extension SQLiteStore {
                            WHERE claimed_by IS NOT NULL AND lease_until <= :now AND available_at <= :now
                            ORDER BY available_at, delivery_id LIMIT :limit)
         )
-        SELECT d.id, d.notification_id, d.user_id, d.device_id, d.token, d.environment, d.apns_id,
-               coalesce(p.bytes, d.payload) AS payload, d.push_type, d.priority, d.collapse_id,
-               d.expiration, d.attempts, d.cross_environment_tried, n.app_type,
-               coalesce(v.is_active = 1 AND v.user_id = d.user_id AND v.app_type = n.app_type
-                        AND v.platform = (CASE d.push_type WHEN 'liveactivity' THEN 'liveactivity' ELSE 'ios' END),
-                        0) AS device_active, coalesce(d.batched, 0) AS batched
+        SELECT \(Statements.claimedColumns.sqlite)
         FROM picked o
         CROSS JOIN deliveries d ON d.id = o.delivery_id
         CROSS JOIN notifications n ON n.id = d.notification_id
@@ -317,9 +304,7 @@ extension SQLiteStore {
             // `results` per 256 outcomes, one UPDATE of the delivered devices;
             // statements per outcome only for the rare token changes.
             //
-            // Leaving the outbox is the proof of holding it: a second finish, or one
-            // from a worker whose row another has claimed, deletes nothing. (A delivery
-            // made final by a hold, batched or superseded, has left the outbox too.)
+            // Leaving the outbox is the proof of holding it (see `Finishes`).
             var left = Set<Int64>(minimumCapacity: outcomes.count)
             let leave = try db.cachedStatement(sql: """
                 DELETE FROM outbox WHERE claimed_by = ? AND delivery_id IN (SELECT value FROM json_each(?))
@@ -327,11 +312,9 @@ extension SQLiteStore {
                 """)
             let cursor = try Int64.fetchCursor(leave, arguments: [worker, jsonArray(outcomes.map(\.deliveryID))])
             while let id = try cursor.next() { left.insert(id) }
-            // Once each, in order (a duplicate outcome in the batch is ignored).
-            let held = outcomes.filter { left.remove($0.deliveryID) != nil }
+            let held = Finishes.held(outcomes, left: left)
 
             let finishedAt = now.databaseValue
-            let delivered = "delivered".databaseValue, failed = "failed".databaseValue
             var recorded = Set<Int64>(minimumCapacity: held.count)
             try db.executeChunked(count: held.count, maxRows: 256, sql: { rows in
                 """
@@ -343,7 +326,7 @@ extension SQLiteStore {
             }, bind: { i, values in
                 let o = held[i]
                 values.append(o.deliveryID.databaseValue)
-                values.append(o.delivered ? delivered : failed)
+                values.append(Finishes.state(o).databaseValue)
                 values.append(o.status.databaseValue)
                 values.append(o.reason.databaseValue)
                 values.append(o.timestamp.databaseValue)
@@ -351,7 +334,8 @@ extension SQLiteStore {
                 values.append(finishedAt)
             }, rows: { id, _ in recorded.insert(id) })
 
-            let used = held.filter { $0.delivered && recorded.contains($0.deliveryID) }.map(\.deliveryID)
+            let effects = Finishes.deviceEffects(held, isRecorded: recorded.contains)
+            let used = effects.used
             if !used.isEmpty {
                 try db.cachedStatement(sql: """
                     INSERT INTO device_use (device_id, last_used_at)
@@ -360,12 +344,11 @@ extension SQLiteStore {
                     """).execute(arguments: [now, jsonArray(used)])
             }
             let deviceOf = try db.cachedStatement(sql: "SELECT device_id FROM deliveries WHERE id = ?")
-            for outcome in held {
-                guard let change = outcome.tokenChange, recorded.contains(outcome.deliveryID),
-                      let deviceID = try Int64.fetchOne(deviceOf, arguments: [outcome.deliveryID]) else { continue }
+            for (deliveryID, change) in effects.changes {
+                guard let deviceID = try Int64.fetchOne(deviceOf, arguments: [deliveryID]) else { continue }
                 try Self.apply(change, to: deviceID, now: now, db)
             }
-            return outcomes.count - recorded.count
+            return Finishes.ignored(outcomes, recorded: recorded.count)
         }
     }
 
@@ -413,18 +396,5 @@ extension SQLiteStore {
             try db.execute(sql: "UPDATE devices SET environment = ?, updated_at = ? WHERE id = ?",
                            arguments: [environment, now, deviceID])
         }
-    }
-}
-
-extension ClaimedDelivery {
-    init(row: Row, payload: [UInt8]) {
-        self.init(
-            id: row[0], notificationID: row[1], appType: row[14],
-            delivery: NewDelivery(
-                userID: row[2], deviceID: row[3], token: row[4],
-                environment: row[5], apnsID: row[6], payload: payload,
-                pushType: row[8], priority: row[9], collapseID: row[10],
-                expiration: row[11]),
-            attempts: row[12], crossEnvironmentTried: row[13], deviceActive: row[15], batched: row[16])
     }
 }

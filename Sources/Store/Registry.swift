@@ -159,54 +159,36 @@ extension SQLiteStore {
     /// The read behind `recipients`, in the caller's transaction (a fan-out's is the
     /// enqueue's own: see `fanOut`).
     static func recipients(_ db: Database, appType: String, audience: Audience) throws -> [Recipient] {
-        // Who: named users in the order given (each once, device or not, so the
-        // service can count "no_devices"), or everyone with an active token of the
-        // app in the company, ordered by user id (an Android-only user is one of
-        // them, with no iOS device: "no_devices" too).
-        var recipients: [Recipient] = []
+        // Who: named users in the order given, or everyone with an active token of
+        // the app in the company, ordered by user id (see `RecipientsFold`).
+        var fold: RecipientsFold
         var devicesInCompany: String?
         switch audience {
         case .users(let ids):
-            var seen = Set<String>()
-            let users = ids.filter { seen.insert($0).inserted }
-            guard !users.isEmpty else { return [] }
-            var devices: [String: [Recipient.Device]] = [:]
+            fold = RecipientsFold(users: ids)
+            guard !fold.isEmpty else { return [] }
             let rows = try Row.fetchCursor(db, sql: """
                 SELECT user_id, id, token, environment FROM devices
                 WHERE user_id IN (SELECT value FROM json_each(?)) AND app_type = ? AND is_active = 1
                   AND platform = 'ios'
                 ORDER BY registered_at DESC, id DESC
-                """, arguments: [jsonArray(users), appType])
-            while let row = try rows.next() {
-                devices[row[0], default: []].append(Recipient.Device(id: row[1], token: row[2], environment: row[3]))
-            }
-            recipients = users.map { Recipient(userID: $0, preferences: [:], devices: devices[$0] ?? []) }
+                """, arguments: [jsonArray(fold.users), appType])
+            while let row = try rows.next() { try fold.device(row) }
         case .company(let company):
             // A company's notification goes only to the devices registered with
             // that company, even if a user also works elsewhere: exactly the company
-            // index's rows, one pass in user order (a user's rows are neighbours;
-            // no 100k-user list to join against or look up in).
+            // index's rows, one pass in user order.
             devicesInCompany = company
+            fold = RecipientsFold()
             let rows = try Row.fetchCursor(db, sql: Self.companyDevicesSQL, arguments: [company, appType])
-            while let row = try rows.next() {
-                let userID: String = row[0]
-                if recipients.last?.userID != userID {
-                    recipients.append(Recipient(userID: userID, preferences: [:], devices: []))
-                }
-                // An Android-only user stays a recipient with no iOS device: "no_devices".
-                if row[4] {
-                    recipients[recipients.count - 1].devices.append(
-                        Recipient.Device(id: row[1], token: row[2], environment: row[3]))
-                }
-            }
-            guard !recipients.isEmpty else { return [] }
+            while let row = try rows.next() { try fold.companyDevice(row) }
+            guard !fold.isEmpty else { return [] }
         }
 
-        var preferences: [String: [String: PreferenceValue]] = [:]
         let preferenceRows = if let company = devicesInCompany {
             // A join, not `user_id IN (SELECT …)`: that list is built whole (100k
-            // user ids, 90 ms) even when no one saved a preference. A user with two
-            // devices gets their rows twice, which the assignment below absorbs.
+            // user ids) even when no one saved a preference. A user with two
+            // devices gets their rows twice, which the fold absorbs.
             try Row.fetchCursor(db, sql: """
                 SELECT p.user_id, p.key, p.value, p.text_value
                 FROM devices v JOIN preferences p ON p.user_id = v.user_id AND p.app_type = v.app_type
@@ -216,17 +198,10 @@ extension SQLiteStore {
             try Row.fetchCursor(db, sql: """
                 SELECT user_id, key, value, text_value FROM preferences
                 WHERE user_id IN (SELECT value FROM json_each(?)) AND app_type = ?
-                """, arguments: [jsonArray(recipients.map(\.userID)), appType])
+                """, arguments: [jsonArray(fold.users), appType])
         }
-        while let row = try preferenceRows.next() {
-            preferences[row[0], default: [:]][row[1]] = PreferenceValue(value: row[2], text: row[3])
-        }
-        if !preferences.isEmpty {
-            for i in recipients.indices {
-                recipients[i].preferences = preferences[recipients[i].userID] ?? [:]
-            }
-        }
-        return recipients
+        while let row = try preferenceRows.next() { try fold.preference(row) }
+        return fold.result()
     }
 }
 
@@ -238,11 +213,4 @@ extension SQLiteStore {
         WHERE company_id = ? AND app_type = ? AND is_active = 1
         ORDER BY user_id, registered_at DESC, id DESC
         """
-}
-
-extension PreferenceValue {
-    /// A row's `value` (a toggle) or `text_value` (a setting): exactly one is set.
-    init(value: Bool?, text: String?) {
-        self = if let text { .text(text) } else { .bool(value ?? false) }
-    }
 }

@@ -1,20 +1,5 @@
 import GRDB
 
-/// What one pruning step removed from the log.
-public struct PruneResult: Sendable, Equatable {
-    public var notifications = 0
-    public var deliveries = 0
-    public var broadcasts = 0
-
-    public init(notifications: Int = 0, deliveries: Int = 0, broadcasts: Int = 0) {
-        self.notifications = notifications
-        self.deliveries = deliveries
-        self.broadcasts = broadcasts
-    }
-
-    public var isEmpty: Bool { notifications == 0 && broadcasts == 0 }
-}
-
 extension SQLiteStore {
     /// Deletes, in one short transaction, up to `limit` notifications created before
     /// `cutoff` whose every delivery is final, with their deliveries, payloads and

@@ -84,6 +84,29 @@ import TestSupport
         }
     }
 
+    /// A member held past its window's close (quiet hours began meanwhile) holds the
+    /// window's one send until then; the window keeps its own close for everyone else.
+    @Test(arguments: StoreKind.allCases) func aMemberHeldPastTheCloseHoldsTheCarrier(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            func member(_ n: Int, notBefore: Int64) -> NewDelivery {
+                Self.delivery("m\(n)", device: 1, payload: #"{"aps":{"alert":"v\#(n)"}}"#, notBefore: notBefore,
+                              hold: Hold(kind: .coalesce(carrierAPNsID: "c\(n)", carrierCollapseID: "u|t|k"),
+                                         key: "k", closesAt: 60_000))
+            }
+            try await Self.enqueue(store, "n0", [member(0, notBefore: 60_000)], now: 0)
+            try await Self.enqueue(store, "n1", [member(1, notBefore: 90_000)], now: 10_000)
+            try await Self.enqueue(store, "n2", [member(2, notBefore: 60_000)], now: 20_000)
+
+            let carrier = try #require(try await store.delivery(apnsID: "c0"))
+            #expect(carrier.batched == 3 && carrier.notBefore == 90_000, "\(carrier)")
+            #expect(try await store.delivery(apnsID: "m1")?.carriedBy == "c0")
+            #expect(try await store.claim(worker: "w", limit: 10, leaseMillis: 60_000, now: 89_999).isEmpty)
+            let sent = try await store.claim(worker: "w", limit: 10, leaseMillis: 60_000, now: 90_000)
+            #expect(sent.map(\.delivery.apnsID) == ["c0"])
+            #expect(sent.first?.delivery.payload == Array(#"{"aps":{"alert":"v2"}}"#.utf8), "the latest member's payload")
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func aLaterDeferredDeliveryReplacesTheHeldOne(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
             func deferred(_ id: String, device: Int64 = 1, key: String = "trip-1") -> NewDelivery {

@@ -52,7 +52,7 @@ import TestSupport
 
             // The claim's second statement (what sending needs), for one batch's ids.
             let details = try await store.texts("""
-                EXPLAIN (ANALYZE, BUFFERS) SELECT \(PostgresStore.claimedColumns)
+                EXPLAIN (ANALYZE, BUFFERS) SELECT \(Statements.claimedColumns.postgres)
                 FROM unnest(ARRAY(SELECT id FROM deliveries ORDER BY id LIMIT \(batch))) WITH ORDINALITY AS l (id, n)
                 JOIN deliveries d ON d.id = l.id
                 JOIN notifications n ON n.id = d.notification_id

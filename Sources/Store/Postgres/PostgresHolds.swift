@@ -47,46 +47,50 @@ extension PostgresStore {
                   AND h.closes_at > \(now) AND o.claimed_by IS NULL
                 FOR UPDATE OF o
                 """).first?.get(0, Int64.self)
-            switch hold.kind {
-            case .coalesce(let carrierAPNsID, let carrierCollapseID):
-                let carrier: Int64
-                if let current {
-                    // The latest member's payload and headers; one more counted. Only a
-                    // member held past its hold's close (quiet hours) holds the send longer.
-                    let later: Int64? = if let n = d.notBefore, n > hold.closesAt { n } else { nil }
+            var newCarrier: Int64 = 0
+            for step in HoldsPlan.steps(for: d, id: id, hold: hold, open: current) {
+                switch step {
+                case .join(let carrier, let until):
                     try await db.run("""
                         UPDATE deliveries SET payload_id = \(payloadOf[i]), push_type = \(d.pushType),
                                               priority = \(d.priority.map(Int64.init))::integer,
                                               expiration = \(d.expiration)::bigint, batched = batched + 1,
-                                              not_before = greatest(not_before, coalesce(\(later)::bigint, not_before))
-                        WHERE id = \(current)
+                                              not_before = greatest(not_before, coalesce(\(until)::bigint, not_before))
+                        WHERE id = \(carrier)
                         """)
-                    if let later {
+                    if let until {
                         try await db.run("""
-                            UPDATE outbox SET available_at = greatest(available_at, \(later)) WHERE delivery_id = \(current)
+                            UPDATE outbox SET available_at = greatest(available_at, \(until)) WHERE delivery_id = \(carrier)
                             """)
                     }
-                    carrier = current
-                } else {
-                    carrier = try await db.rows("""
+                case .openCarrier(let apnsID, let collapseID, let notBefore):
+                    newCarrier = try await db.rows("""
                         INSERT INTO deliveries (notification_id, user_id, device_id, token, environment, apns_id, payload,
                                                 payload_id, push_type, priority, collapse_id, expiration, created_at,
                                                 not_before, batched)
                         VALUES (\(notificationID), \(d.userID), \(d.deviceID), \(d.token), \(d.environment),
-                                \(carrierAPNsID), ''::bytea, \(payloadOf[i]), \(d.pushType),
-                                \(d.priority.map(Int64.init))::integer, \(carrierCollapseID), \(d.expiration)::bigint,
-                                \(now), \(d.notBefore ?? hold.closesAt), 1)
+                                \(apnsID), ''::bytea, \(payloadOf[i]), \(d.pushType),
+                                \(d.priority.map(Int64.init))::integer, \(collapseID), \(d.expiration)::bigint,
+                                \(now), \(notBefore), 1)
                         RETURNING id
                         """)[0].get(0, Int64.self)
-                    try await keep(db, d.deviceID, hold, carrier)
+                case .keep(let delivery):
+                    try await db.run("""
+                        INSERT INTO holds (device_id, kind, key, delivery_id, closes_at)
+                        VALUES (\(d.deviceID), \(hold.kindName), \(hold.key), \(delivery.row(newCarrier: newCarrier)),
+                                \(hold.closesAt))
+                        ON CONFLICT (device_id, kind, key) DO UPDATE SET delivery_id = excluded.delivery_id,
+                                                                         closes_at = excluded.closes_at
+                        """)
+                case .carry(let delivery, let by, let state):
+                    try await db.run("""
+                        UPDATE deliveries SET state = \(state), carried_by = \(by.row(newCarrier: newCarrier)),
+                                              finished_at = \(now), not_before = NULL
+                        WHERE id = \(delivery.row(newCarrier: newCarrier)) AND state = 'pending'
+                        """)
+                case .leaveOutbox(let delivery):
+                    try await db.run("DELETE FROM outbox WHERE delivery_id = \(delivery)")
                 }
-                try await carry(db, id, by: carrier, as: "batched", now: now)
-            case .defer:
-                if let current {
-                    try await carry(db, current, by: id, as: "superseded", now: now)
-                    try await db.run("DELETE FROM outbox WHERE delivery_id = \(current)")
-                }
-                try await keep(db, d.deviceID, hold, id)
             }
         }
     }
@@ -94,24 +98,5 @@ extension PostgresStore {
     /// The advisory lock's name for a device's window.
     private static func windowName(_ deviceID: Int64, _ hold: Hold) -> String {
         "\(deviceID)/\(hold.kindName)/\(hold.key)"
-    }
-
-    /// The window's delivery, from now on.
-    private static func keep(_ db: PostgresConnection, _ deviceID: Int64, _ hold: Hold, _ deliveryID: Int64) async throws {
-        try await db.run("""
-            INSERT INTO holds (device_id, kind, key, delivery_id, closes_at)
-            VALUES (\(deviceID), \(hold.kindName), \(hold.key), \(deliveryID), \(hold.closesAt))
-            ON CONFLICT (device_id, kind, key) DO UPDATE SET delivery_id = excluded.delivery_id,
-                                                             closes_at = excluded.closes_at
-            """)
-    }
-
-    /// A member (or a superseded delivery) is final: it never waits itself.
-    private static func carry(_ db: PostgresConnection, _ deliveryID: Int64, by carrier: Int64, as state: String,
-                              now: Int64) async throws {
-        try await db.run("""
-            UPDATE deliveries SET state = \(state), carried_by = \(carrier), finished_at = \(now), not_before = NULL
-            WHERE id = \(deliveryID) AND state = 'pending'
-            """)
     }
 }

@@ -170,7 +170,7 @@ extension PostgresStore {
                 .sorted { ($0.available, $0.id) < ($1.available, $1.id) }
             guard !leased.isEmpty else { return [] }
             let found = try await db.rows("""
-                SELECT \(unescaped: Self.claimedColumns)
+                SELECT \(unescaped: Statements.claimedColumns.postgres)
                 FROM unnest(\(leased.map(\.id))::bigint[]) WITH ORDINALITY AS l (id, n)
                 JOIN deliveries d ON d.id = l.id
                 JOIN notifications n ON n.id = d.notification_id
@@ -178,28 +178,14 @@ extension PostgresStore {
                 LEFT JOIN payloads p ON p.id = d.payload_id
                 ORDER BY l.n
                 """)
-            var claimed: [ClaimedDelivery] = []
-            claimed.reserveCapacity(found.count)
-            // Deliveries of one notification share their payload: one array for all.
-            var lastBytes = ByteBuffer(), lastPayload: [UInt8] = []
-            for row in found {
-                let bytes = try row.get(7, ByteBuffer.self)
-                if bytes != lastBytes {
-                    lastBytes = bytes
-                    lastPayload = Array(bytes.readableBytesView)
-                }
-                claimed.append(ClaimedDelivery(
-                    id: try row.get(0), notificationID: try row.get(1), appType: try row.get(14),
-                    delivery: NewDelivery(
-                        userID: try row.get(2), deviceID: try row.get(3), token: try row.get(4),
-                        environment: try row.get(5), apnsID: try row.get(6), payload: lastPayload,
-                        pushType: try row.get(8), priority: try row.get(9), collapseID: try row.get(10),
-                        expiration: try row.get(11)),
-                    attempts: try row.get(12), crossEnvironmentTried: try row.get(13), deviceActive: try row.get(15),
-                    batched: try row.get(16)))
-            }
-            return claimed
+            return try Self.claimedDeliveries(found)
         }
+    }
+
+    /// Rows of `Statements.claimedColumns` as deliveries to send.
+    static func claimedDeliveries(_ found: [PostgresRandomAccessRow]) throws -> [ClaimedDelivery] {
+        var mapping = ClaimMapping<PostgresRandomAccessRow>()
+        return try found.map { try mapping.claimed($0) }
     }
 
     /// The lease: $1 now, $2 limit, $3 the lease's end, $4 the worker; returns the
@@ -235,18 +221,6 @@ extension PostgresStore {
         RETURNING delivery_id, available_at
         """
 
-    /// What sending a claimed delivery needs, and whether its device is still an active
-    /// token of the delivery's user, app and kind (see `ClaimedDelivery.deviceActive`).
-    static let claimedColumns = """
-        d.id, d.notification_id, d.user_id, d.device_id, d.token, d.environment, d.apns_id,
-        coalesce(p.bytes, d.payload), d.push_type, d.priority, d.collapse_id, d.expiration,
-        d.attempts, d.cross_environment_tried, n.app_type,
-        coalesce(v.is_active AND v.user_id = d.user_id AND v.app_type = n.app_type
-                 AND v.platform = (CASE d.push_type WHEN 'liveactivity' THEN 'liveactivity' ELSE 'ios' END),
-                 false),
-        coalesce(d.batched, 0)
-        """
-
     public func renew(worker: String, deliveryIDs: [Int64], leaseMillis: Int64,
                       now: Int64) async throws(StoreError) {
         guard !deliveryIDs.isEmpty else { return }
@@ -261,8 +235,7 @@ extension PostgresStore {
                        now: Int64) async throws(StoreError) -> Int {
         guard !outcomes.isEmpty else { return 0 }
         return try await transaction("finish deliveries") { db in
-            // Leaving the outbox is the proof of holding it: a second finish, or one
-            // from a worker whose row another has claimed, deletes nothing.
+            // Leaving the outbox is the proof of holding it (see `Finishes`).
             var left = Set<Int64>(minimumCapacity: outcomes.count)
             for row in try await db.rows("""
                 DELETE FROM outbox WHERE claimed_by = \(worker) AND delivery_id = ANY(\(outcomes.map(\.deliveryID)))
@@ -270,8 +243,7 @@ extension PostgresStore {
                 """) {
                 left.insert(try row.get(0, Int64.self))
             }
-            // Once each, in order (a duplicate outcome in the batch is ignored).
-            let held = outcomes.filter { left.remove($0.deliveryID) != nil }
+            let held = Finishes.held(outcomes, left: left)
 
             var deviceOf: [Int64: Int64] = [:]
             deviceOf.reserveCapacity(held.count)
@@ -283,7 +255,7 @@ extension PostgresStore {
                 for o in held[start..<end] {
                     let first = binds.count + 1
                     binds.append(o.deliveryID)
-                    binds.append(o.delivered ? "delivered" : "failed")
+                    binds.append(Finishes.state(o))
                     binds.append(Int64(o.status))
                     binds.append(o.reason)
                     binds.append(o.timestamp)
@@ -307,13 +279,9 @@ extension PostgresStore {
                 }
             }
 
-            var used: [Int64] = []
-            var changes: [(device: Int64, change: DeliveryOutcome.TokenChange)] = []
-            for outcome in held {
-                guard let deviceID = deviceOf[outcome.deliveryID] else { continue }
-                if outcome.delivered { used.append(deviceID) }
-                if let change = outcome.tokenChange { changes.append((deviceID, change)) }
-            }
+            let effects = Finishes.deviceEffects(held, isRecorded: { deviceOf[$0] != nil })
+            let used = effects.used.map { deviceOf[$0]! }
+            let changes = effects.changes.map { (device: deviceOf[$0.deliveryID]!, change: $0.change) }
             // Workers finishing at once touch devices in overlapping sets: taking the
             // rows' locks in one order (by id) first keeps two finishes from waiting
             // on each other.
@@ -332,7 +300,7 @@ extension PostgresStore {
                     ON CONFLICT (device_id) DO UPDATE SET last_used_at = excluded.last_used_at
                     """)
             }
-            return outcomes.count - deviceOf.count
+            return Finishes.ignored(outcomes, recorded: deviceOf.count)
         }
     }
 

@@ -215,16 +215,9 @@ extension PostgresStore {
     /// Users in order, each with their devices and saved preferences.
     private static func recipients(_ users: [String], _ deviceRows: [PostgresRandomAccessRow],
                                    _ preferenceRows: [PostgresRandomAccessRow]) throws -> [Recipient] {
-        var devices: [String: [Recipient.Device]] = [:]
-        for row in deviceRows {
-            devices[try row.get(0, String.self), default: []].append(
-                Recipient.Device(id: try row.get(1), token: try row.get(2), environment: try row.get(3)))
-        }
-        var preferences: [String: [String: PreferenceValue]] = [:]
-        for row in preferenceRows {
-            preferences[try row.get(0, String.self), default: [:]][try row.get(1, String.self)] =
-                PreferenceValue(value: try row.get(2), text: try row.get(3))
-        }
-        return users.map { Recipient(userID: $0, preferences: preferences[$0] ?? [:], devices: devices[$0] ?? []) }
+        var fold = RecipientsFold(users: users)
+        for row in deviceRows { try fold.device(row) }
+        for row in preferenceRows { try fold.preference(row) }
+        return fold.result()
     }
 }
