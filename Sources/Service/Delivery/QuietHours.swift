@@ -61,9 +61,11 @@ struct QuietHours: Sendable, Equatable {
     static func isZoneName(_ name: String) -> Bool {
         if ianaZones.contains(name) { return true }
         // A relative path of the tz database's own spelling: nothing that could
-        // leave the directory, and not its `posix/` and `right/` copies.
+        // leave the directory, not its `posix/` and `right/` copies, and not the
+        // files that stand for the machine's own zone.
         let parts = name.split(separator: "/", omittingEmptySubsequences: false)
         guard !name.isEmpty, name.utf8.count <= 64, !name.hasPrefix("posix/"), !name.hasPrefix("right/"),
+              name != "localtime", name != "posixrules",
               parts.allSatisfy({ part in
                   !part.isEmpty && part.first != "." && part.utf8.allSatisfy { c in
                       (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39)
