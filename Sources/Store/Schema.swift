@@ -830,7 +830,7 @@ enum Schema {
             error         TEXT
         );
         CREATE INDEX scheduled_notifications_due ON scheduled_notifications (send_at) WHERE state IN ('scheduled', 'sending');
-        CREATE UNIQUE INDEX scheduled_notifications_key ON scheduled_notifications (app_type, schedule_key)
+        CREATE UNIQUE INDEX scheduled_notifications_pending_keys ON scheduled_notifications (app_type, schedule_key)
             WHERE state = 'scheduled' AND schedule_key IS NOT NULL;
         CREATE INDEX scheduled_notifications_finished ON scheduled_notifications (finished_at)
             WHERE state NOT IN ('scheduled', 'sending');
@@ -856,7 +856,7 @@ enum Schema {
         """,
         "CREATE INDEX scheduled_notifications_due ON scheduled_notifications (send_at) WHERE state IN ('scheduled', 'sending')",
         """
-        CREATE UNIQUE INDEX scheduled_notifications_key ON scheduled_notifications (app_type, schedule_key)
+        CREATE UNIQUE INDEX scheduled_notifications_pending_keys ON scheduled_notifications (app_type, schedule_key)
             WHERE state = 'scheduled' AND schedule_key IS NOT NULL
         """,
         """
