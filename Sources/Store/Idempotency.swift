@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// What a request carrying an `Idempotency-Key` may do, as the store decided in
@@ -19,7 +20,7 @@ public enum IdempotencyClaim: Sendable, Equatable {
 /// `resourceID` (a notification's or a broadcast's id), whose own primary key
 /// commits in the work's transaction: a holder that takes over a key whose first
 /// holder died can never commit the same work twice.
-public protocol IdempotencyKeys: Sendable {
+public protocol IdempotencyKeys {
     /// Inserts the key for this request, or reads what it already holds. A row
     /// created before `expiredBefore` counts as absent (retention ended it; the
     /// pruner had not yet deleted it). A row held without an answer past its lease
@@ -47,7 +48,7 @@ extension SQLiteStore: IdempotencyKeys {
             try db.execute(sql: """
                 INSERT INTO idempotency_keys (scope, idempotency_key, fingerprint, resource_id, created_at, claimed_until)
                 VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, idempotency_key) DO NOTHING
-                """, arguments: [scope, idempotency_key, fingerprint, resourceID, now, now + leaseMillis])
+                """, arguments: [scope, key, fingerprint, resourceID, now, now + leaseMillis])
             if db.changesCount == 1 { return .claimed(resourceID: resourceID, resumed: false) }
             guard let row = try Row.fetchOne(db, sql: """
                 SELECT fingerprint, resource_id, status, body, claimed_until FROM idempotency_keys WHERE scope = ? AND idempotency_key = ?

@@ -42,7 +42,7 @@ public struct ScheduleRow: Sendable, Equatable {
     public var error: String?
 }
 
-public protocol ScheduledSends: Sendable {
+public protocol ScheduledSends {
     /// Stores a schedule. With a key, in the same transaction, the app's pending
     /// schedule with that key becomes `superseded` by this one: its id is returned.
     func schedule(_ schedule: NewSchedule, now: Int64) async throws(StoreError) -> String?

@@ -165,7 +165,8 @@ struct ChannelRoutes: Sendable {
         let bytes = payload.bytes
         return try await idempotency.run(request, body: json) { id, resumed in
             // An earlier request with this key died after recording it: it stands.
-            if !resumed || (try await store.broadcast(id: id)) == nil {
+            let recorded = resumed ? try await store.broadcast(id: id) != nil : false
+            if !recorded {
                 try await store.enqueueBroadcast(NewBroadcast(id: id, channel: channel, payload: bytes, priority: priority,
                                                               expiration: expiration), now: clock.nowMillis)
                 worker.wake()
