@@ -11,7 +11,8 @@
 /// What differs by engine is a capability the contract names, never a type the
 /// service checks: `sharedOutbox` (other instances enqueue into the same outbox).
 public protocol DeliveryStore: DeviceRegistry, PreferenceStore, OutboxStore, DeliveryLogStore, RetentionStore,
-                               LiveActivityStore, ChannelStore {
+                               LiveActivityStore, ChannelStore,
+                               IdempotencyKeys, ScheduledSends {
     /// Creates or upgrades the schema (versioned, idempotent, safe when several
     /// instances start at once).
     func migrate() async throws(StoreError)

@@ -28,7 +28,7 @@ struct SchemaStep: Sendable {
 /// - `device_use` is when each device was last delivered to (`devices.last_used_at`
 ///   is no longer used); `device_changes` counts changes to the facts a fan-out reads.
 enum Schema {
-    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12]
+    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14]
 
     /// PostgreSQL databases made before the history was one list numbered their steps
     /// on their own: a step there combined, or came in another place than, the steps
@@ -769,5 +769,99 @@ enum Schema {
             WHERE state IN ('delivered', 'failed')
         """,
         "UPDATE devices SET last_used_at = NULL WHERE last_used_at IS NOT NULL",
+        ])
+
+    /// Idempotency keys (`IdempotencyKeys`): one row per API credential's scope and
+    /// key, inserted before the work it guards; `resource_id` names what the work
+    /// creates, `status` and `body` are the answer to give again (NULL while the
+    /// first request still runs, until `claimed_until`).
+    static let v13 = SchemaStep(
+        number: 13, name: "idempotency keys",
+        sqlite: """
+        CREATE TABLE idempotency_keys (
+            scope           TEXT    NOT NULL,
+            idempotency_key TEXT    NOT NULL,
+            fingerprint     TEXT    NOT NULL,
+            resource_id     TEXT    NOT NULL,
+            created_at      INTEGER NOT NULL,
+            claimed_until   INTEGER NOT NULL,
+            status          INTEGER,
+            body            BLOB,
+            PRIMARY KEY (scope, idempotency_key)
+        );
+        CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
+        """,
+        postgres: [
+        """
+        CREATE TABLE idempotency_keys (
+            scope           TEXT    NOT NULL,
+            idempotency_key TEXT    NOT NULL,
+            fingerprint     TEXT    NOT NULL,
+            resource_id     TEXT    NOT NULL,
+            created_at      BIGINT  NOT NULL,
+            claimed_until   BIGINT  NOT NULL,
+            status          INTEGER,
+            body            BYTEA,
+            PRIMARY KEY (scope, idempotency_key)
+        )
+        """,
+        "CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)",
+        ])
+
+    /// Scheduled sends (`ScheduledSends`): the checked request, its time, and its
+    /// state; at most one pending schedule per app and `schedule_key`.
+    static let v14 = SchemaStep(
+        number: 14, name: "scheduled notifications",
+        sqlite: """
+        CREATE TABLE scheduled_notifications (
+            id            TEXT    PRIMARY KEY,
+            kind          TEXT    NOT NULL,
+            app_type      TEXT    NOT NULL,
+            type          TEXT    NOT NULL,
+            schedule_key  TEXT,
+            request       BLOB    NOT NULL,
+            send_at       INTEGER NOT NULL,
+            created_at    INTEGER NOT NULL,
+            state         TEXT    NOT NULL,
+            superseded_by TEXT,
+            lease_owner   TEXT,
+            lease_until   INTEGER,
+            finished_at   INTEGER,
+            error         TEXT
+        );
+        CREATE INDEX scheduled_notifications_due ON scheduled_notifications (send_at) WHERE state IN ('scheduled', 'sending');
+        CREATE UNIQUE INDEX scheduled_notifications_pending_keys ON scheduled_notifications (app_type, schedule_key)
+            WHERE state = 'scheduled' AND schedule_key IS NOT NULL;
+        CREATE INDEX scheduled_notifications_finished ON scheduled_notifications (finished_at)
+            WHERE state NOT IN ('scheduled', 'sending');
+        """,
+        postgres: [
+        """
+        CREATE TABLE scheduled_notifications (
+            id            TEXT    PRIMARY KEY,
+            kind          TEXT    NOT NULL,
+            app_type      TEXT    NOT NULL,
+            type          TEXT    NOT NULL,
+            schedule_key  TEXT,
+            request       BYTEA   NOT NULL,
+            send_at       BIGINT  NOT NULL,
+            created_at    BIGINT  NOT NULL,
+            state         TEXT    NOT NULL,
+            superseded_by TEXT,
+            lease_owner   TEXT,
+            lease_until   BIGINT,
+            finished_at   BIGINT,
+            error         TEXT
+        )
+        """,
+        "CREATE INDEX scheduled_notifications_due ON scheduled_notifications (send_at) WHERE state IN ('scheduled', 'sending')",
+        """
+        CREATE UNIQUE INDEX scheduled_notifications_pending_keys ON scheduled_notifications (app_type, schedule_key)
+            WHERE state = 'scheduled' AND schedule_key IS NOT NULL
+        """,
+        """
+        CREATE INDEX scheduled_notifications_finished ON scheduled_notifications (finished_at)
+            WHERE state NOT IN ('scheduled', 'sending')
+        """,
         ])
 }

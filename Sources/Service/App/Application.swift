@@ -72,6 +72,8 @@ private func assemble(config: ServerConfig, store: any DeliveryStore, closesStor
     let broadcastWakeup = WorkerWakeup()
     let broadcastWorker = BroadcastWorker(config: config, store: store, clock: clock, broadcasts: broadcasts,
                                           wakeup: broadcastWakeup, logger: logger)
+    let scheduler = ScheduleWorker(config: config, store: store, clock: clock, metrics: metrics, outbox: wakeup,
+                                   logger: logger)
     let pruner = LogPruner(config: config, store: store, clock: clock, metrics: metrics, logger: logger)
     let gauges = OutboxGauges(config: config, store: store, clock: clock, metrics: metrics, logger: logger)
     let router = APNsServer.makeRouter(config: config, store: store, clock: clock, metrics: metrics, wakeup: wakeup,
@@ -79,7 +81,7 @@ private func assemble(config: ServerConfig, store: any DeliveryStore, closesStor
     let connections = ConnectionLimits(perAddress: config.maxConnectionsPerAddress)
     // Shut down in reverse: HTTP server, gauges, pruner, workers, clients, store.
     let services: [any Service] = (closesStore ? [StoreService(store: store)] : [])
-        + [clients, broadcastWorker, worker, pruner, gauges]
+        + [clients, broadcastWorker, worker, scheduler, pruner, gauges]
     let app = Application(
         router: router,
         server: GuardedHTTP1Channel.builder(limits: connections,

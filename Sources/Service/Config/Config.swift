@@ -83,6 +83,11 @@ public struct ServerConfig: Sendable {
         public var inactiveDeviceDays = 90
     }
 
+    /// `idempotency.retention_hours`: how long an `Idempotency-Key`'s answer is kept.
+    public var idempotencyRetentionHours = 24
+    /// `schedule.horizon_days`: how far ahead a `send_at` may be.
+    public var scheduleHorizonDays = 30
+
     public func app(_ appType: String) -> AppConfig? { apps.first { $0.appType == appType } }
 
     /// `sqlite:PATH` (one instance) or `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`

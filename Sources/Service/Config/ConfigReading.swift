@@ -116,6 +116,16 @@ extension ServerConfig {
             try r.rejectUnknown()
         }
 
+        var idempotencyHours = 24, horizonDays = 30
+        if var i = try reader.mapping("idempotency") {
+            idempotencyHours = try i.int("retention_hours", default: idempotencyHours, range: 1...8_760)
+            try i.rejectUnknown()
+        }
+        if var s = try reader.mapping("schedule") {
+            horizonDays = try s.int("horizon_days", default: horizonDays, range: 1...3_650)
+            try s.rejectUnknown()
+        }
+
         guard let appNodes = reader.take("apps") else { throw ConfigError("config: apps is required (a list of apps)") }
         guard let list = appNodes.sequence, !list.isEmpty else {
             throw ConfigError("config: apps must be a non-empty list of apps")
@@ -172,6 +182,8 @@ extension ServerConfig {
                                   userJWTSecret: secret, apps: apps, worker: worker, maxBodyBytes: maxBody,
                                   idleTimeoutSeconds: idle, logLevel: logLevel)
         config.retention = retention
+        config.idempotencyRetentionHours = idempotencyHours
+        config.scheduleHorizonDays = horizonDays
         config.maxTokensPerUser = maxTokensPerUser
         config.userJWTClaims = claims
         var secretFiles: [String] = []

@@ -218,9 +218,10 @@ struct FanOut: Sendable {
     /// collapse id, a `.defer` hold: the latest wins). A type with a `coalesce` rule
     /// holds each delivery in its device's window for (type, entity) instead, to go
     /// once when the window closes (or when quiet hours end, if later).
-    func run(_ request: Request) async throws -> Result {
+    /// `notificationID`: the caller's (an idempotency key's resource id), else a new one.
+    func run(_ request: Request, notificationID: String? = nil) async throws -> Result {
         let now = clock.nowMillis
-        let notification = NewNotification(id: UUID().uuidString.lowercased(), type: request.type,
+        let notification = NewNotification(id: notificationID ?? UUID().uuidString.lowercased(), type: request.type,
                                            entityType: request.entityType, entityID: request.entityID,
                                            appType: request.app.appType)
         let lessee = handoff?.lessee()

@@ -109,7 +109,8 @@ struct LiveActivitySend: Sendable {
     }
 
     /// Committed before it returns: the 202 may go.
-    func run(_ request: Request) async throws -> Result {
+    /// `notificationID`: the caller's (an idempotency key's resource id), else a new one.
+    func run(_ request: Request, notificationID: String? = nil) async throws -> Result {
         let tokens = try await store.liveActivityTokens(appType: request.app.appType, request.target)
         let now = clock.nowMillis
         let deliveries = tokens.map { t in
@@ -117,7 +118,7 @@ struct LiveActivitySend: Sendable {
                         apnsID: UUID().uuidString.lowercased(), payload: request.payload, pushType: "liveactivity",
                         priority: request.priority, expiration: request.expiration)
         }
-        let notification = NewNotification(id: UUID().uuidString.lowercased(), type: "live_activity.\(request.event.rawValue)",
+        let notification = NewNotification(id: notificationID ?? UUID().uuidString.lowercased(), type: "live_activity.\(request.event.rawValue)",
                                            entityType: request.activityID == nil ? nil : "live_activity",
                                            entityID: request.activityID, appType: request.app.appType)
         try await store.enqueue(notification, deliveries, now: now)

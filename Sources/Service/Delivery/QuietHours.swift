@@ -50,6 +50,36 @@ struct QuietHours: Sendable, Equatable {
 
     static let ianaZones = Set(TimeZone.knownTimeZoneIdentifiers).union(["UTC"])
 
+    /// Where the system's tz database lies (`TZDIR`, as the C library reads it).
+    static let zoneDirectory = ProcessInfo.processInfo.environment["TZDIR"].flatMap { $0.isEmpty ? nil : $0 }
+        ?? "/usr/share/zoneinfo"
+
+    /// A name of the system's tz database: Foundation's list, or a zone file under
+    /// `zoneDirectory`. On Linux Foundation's list lacks some canonical names
+    /// ("Asia/Kolkata") and most of the backward links that the tz database
+    /// itself ships, which users' devices report all the same.
+    static func isZoneName(_ name: String) -> Bool {
+        if ianaZones.contains(name) { return true }
+        // A relative path of the tz database's own spelling: nothing that could
+        // leave the directory, not its `posix/` and `right/` copies, and not the
+        // files that stand for the machine's own zone.
+        let parts = name.split(separator: "/", omittingEmptySubsequences: false)
+        guard !name.isEmpty, name.utf8.count <= 64, !name.hasPrefix("posix/"), !name.hasPrefix("right/"),
+              name != "localtime", name != "posixrules",
+              parts.allSatisfy({ part in
+                  !part.isEmpty && part.first != "." && part.utf8.allSatisfy { c in
+                      (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39)
+                          || c == UInt8(ascii: "_") || c == UInt8(ascii: "-") || c == UInt8(ascii: "+")
+                  }
+              })
+        else { return false }
+        // A zone file starts "TZif" (RFC 8536); the directory also holds tables.
+        guard let file = FileHandle(forReadingAtPath: zoneDirectory + "/" + name) else { return false }
+        defer { try? file.close() }
+        guard let magic = try? file.read(upToCount: 4) else { return false }
+        return Array(magic) == Array("TZif".utf8)
+    }
+
     /// "HH:mm" (00:00 to 23:59, two digits each) as minutes after midnight.
     static func minutes(_ text: String) -> Int? {
         let u = Array(text.utf8)
@@ -75,7 +105,7 @@ struct QuietHours: Sendable, Equatable {
         default:
             // An IANA name ("Europe/London") the system's tz database has; not the
             // abbreviations and offsets Foundation also takes ("EST", "GMT+2").
-            guard let text = value.stringValue, ianaZones.contains(text), TimeZone(identifier: text) != nil
+            guard let text = value.stringValue, isZoneName(text), TimeZone(identifier: text) != nil
             else { return .failure(Invalid("preference '\(key)' must be an IANA time zone (e.g. \"Europe/London\")")) }
             return .success(.text(text))
         }

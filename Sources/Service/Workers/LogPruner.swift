@@ -29,7 +29,7 @@ final class LogPruner: Service, Sendable {
     }
 
     func run() async throws {
-        guard config.retention.days > 0 || config.retention.inactiveDeviceDays > 0 else { return }
+        // Idempotency keys always expire (`idempotency.retention_hours`), so it always runs.
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 await self.pruneOnce()
@@ -42,8 +42,10 @@ final class LogPruner: Service, Sendable {
     @discardableResult
     func pruneOnce() async -> PruneResult {
         await pruneDevices()
+        await pruneIdempotencyKeys()
         guard config.retention.days > 0 else { return PruneResult() }
         let cutoff = clock.nowMillis - Int64(config.retention.days) * 86_400_000
+        await pruneSchedules(before: cutoff)
         var total = PruneResult()
         while !Task.isCancelled {
             do {
@@ -82,6 +84,44 @@ final class LogPruner: Service, Sendable {
             }
         }
         if total > 0 { logger.info("inactive devices pruned", metadata: ["devices": "\(total)"]) }
+        return total
+    }
+
+    /// Idempotency keys older than `idempotency.retention_hours`, a batch at a time;
+    /// how many went. (A key past it is void even before it goes: see `IdempotencyGate`.)
+    @discardableResult
+    func pruneIdempotencyKeys() async -> Int {
+        let cutoff = clock.nowMillis - Int64(config.idempotencyRetentionHours) * 3_600_000
+        var total = 0
+        while !Task.isCancelled {
+            do {
+                let step = try await store.pruneIdempotencyKeys(before: cutoff, limit: Self.batch)
+                total += step
+                if step < Self.batch { break }
+            } catch {
+                logger.error("idempotency key pruning failed", metadata: ["error": "\(error)"])
+                break
+            }
+        }
+        if total > 0 { logger.info("idempotency keys pruned", metadata: ["keys": "\(total)"]) }
+        return total
+    }
+
+    /// Scheduled notifications final (sent, cancelled, superseded, failed) before
+    /// `cutoff`; a sent one's notification stays in the log by its own retention.
+    @discardableResult
+    func pruneSchedules(before cutoff: Int64) async -> Int {
+        var total = 0
+        while !Task.isCancelled {
+            do {
+                let step = try await store.pruneSchedules(before: cutoff, limit: Self.batch)
+                total += step
+                if step < Self.batch { break }
+            } catch {
+                logger.error("schedule pruning failed", metadata: ["error": "\(error)"])
+                break
+            }
+        }
         return total
     }
 }

@@ -18,6 +18,7 @@ struct BackendRoutes: Sendable {
         group.post("device-tokens", use: registerDevices)
         group.post("notifications", use: notify)
         group.get("notifications/:id", use: notification)
+        group.delete("notifications/:id", use: cancel)
         group.get("deliveries", use: delivery)
     }
 
@@ -44,8 +45,10 @@ struct BackendRoutes: Sendable {
     /// stored. Then all are stored in one transaction: a refused entry (409) or a
     /// store that fails (500) leaves none of them stored.
     @Sendable func registerDevices(_ request: Request, context: ServiceContext) async throws -> Response {
+        _ = try IdempotencyGate.key(request)
         let body = BodyReader(limit: Self.bulkBodyLimit(config), deadline: self.body.deadline)
-        guard case .array(let items)? = try await body.object(request)["devices"], items.count <= Self.maxBulkDevices else {
+        let json = try await body.object(request)
+        guard case .array(let items)? = json["devices"], items.count <= Self.maxBulkDevices else {
             throw APIError.badRequest("devices must be a list of at most \(Self.maxBulkDevices) registrations")
         }
         var devices: [DeviceRegistration] = []
@@ -64,13 +67,16 @@ struct BackendRoutes: Sendable {
                 throw APIError.badRequest("devices[\(i)]: \(error.message)")
             }
         }
-        do {
-            try await Registration.store(devices, in: store, config: config, now: clock.nowMillis, listed: true)
-        } catch let error as StoreError {
-            context.logger.error("bulk registration failed", metadata: ["error": "\(error)"])
-            throw APIError(status: .internalServerError, message: "the devices could not be stored: the list is stored whole or not at all, so send it again whole")
+        let devicesChecked = devices
+        return try await idempotency.run(request, body: json) { _, _ in
+            do {
+                try await Registration.store(devicesChecked, in: store, config: config, now: clock.nowMillis, listed: true)
+            } catch let error as StoreError {
+                context.logger.error("bulk registration failed", metadata: ["error": "\(error)"])
+                throw APIError(status: .internalServerError, message: "the devices could not be stored: the list is stored whole or not at all, so send it again whole")
+            }
+            return .init(status: .ok, body: .object([("success", .bool(true)), ("registered", .int(devicesChecked.count))]))
         }
-        return JSONResponse.ok(.object([("success", .bool(true)), ("registered", .int(devices.count))]))
     }
 
     static let maxBulkDevices = 1000
@@ -85,10 +91,64 @@ struct BackendRoutes: Sendable {
     }
 
     @Sendable func notify(_ request: Request, context: ServiceContext) async throws -> Response {
-        let checked = try fanOut.parse(try await body.object(request))
-        let result = try await fanOut.run(checked)
-        if result.deliveries > 0 { worker.wake() }
-        return JSONResponse.make(.accepted, result.json)
+        _ = try IdempotencyGate.key(request)
+        let json = try await body.object(request)
+        let checked = try fanOut.parse(json)
+        if let when = try Scheduling.when(json, now: clock.nowMillis, horizonDays: config.scheduleHorizonDays) {
+            return try await idempotency.run(request, body: json) { id, resumed in
+                try await schedule(id: id, resumed: resumed, kind: "notification", appType: checked.app.appType,
+                                   type: checked.type, when: when, body: json)
+            }
+        }
+        return try await idempotency.run(request, body: json) { id, resumed in
+            // An earlier request with this key died after committing: what it made stands.
+            if resumed, let done = try await store.notification(id: id, limit: 1, after: nil) {
+                let total = done.counts.values.reduce(0, +)
+                return .init(status: .accepted, body: FanOut.Result(notificationID: id, deliveries: total,
+                                                                    skippedPreferences: 0, skippedNoDevices: 0).json)
+            }
+            let result = try await fanOut.run(checked, notificationID: id)
+            if result.deliveries > 0 { worker.wake() }
+            return .init(status: .accepted, body: result.json)
+        }
+    }
+
+    /// Stores a checked request to be sent at `when` (see `Scheduling`); the 202.
+    func schedule(id: String, resumed: Bool, kind: String, appType: String, type: String, when: Scheduling.When,
+                  body: JSON) async throws -> IdempotencyGate.Answer {
+        // An earlier request with this key died after storing it: it stands.
+        if resumed, let row = try await store.scheduled(id: id) {
+            return .init(status: .accepted, body: Scheduling.accepted(id: id, when: when, superseded: nil)
+                .with(state: row.state))
+        }
+        let superseded = try await store.schedule(
+            NewSchedule(id: id, kind: kind, appType: appType, type: type, scheduleKey: when.scheduleKey,
+                        request: Scheduling.stored(body).bytes, sendAt: when.sendAt),
+            now: clock.nowMillis)
+        return .init(status: .accepted, body: Scheduling.accepted(id: id, when: when, superseded: superseded))
+    }
+
+    /// `DELETE /v1/notifications/{id}`: a scheduled notification not yet sent
+    /// becomes `cancelled` and is never sent. One already sent (or never scheduled)
+    /// is a 409: its deliveries are APNs' already.
+    @Sendable func cancel(_ request: Request, context: ServiceContext) async throws -> Response {
+        let id = context.parameters.get("id") ?? ""
+        guard let row = try await store.cancelSchedule(id: id, now: clock.nowMillis) else {
+            guard try await store.notification(id: id, limit: 1, after: nil) != nil else {
+                throw APIError.notFound("notification not found")
+            }
+            throw APIError.conflict("the notification was not scheduled: it was sent when posted")
+        }
+        switch row.state {
+        case "cancelled": return JSONResponse.ok(Scheduling.json(row))
+        case "superseded": throw APIError.conflict("the notification was superseded by \(row.supersededBy ?? "a newer one") (same schedule_key): cancel that one")
+        case "failed": throw APIError.conflict("the notification failed at its time: \(row.error ?? "refused")")
+        default: throw APIError.conflict("the notification is being sent or has been sent: too late to cancel")
+        }
+    }
+
+    var idempotency: IdempotencyGate {
+        IdempotencyGate(store: store, clock: clock, retentionHours: config.idempotencyRetentionHours)
     }
 
     /// Deliveries come a page at a time (`?limit=`, default 1,000, at most 10,000;
@@ -115,7 +175,11 @@ struct BackendRoutes: Sendable {
             after = n
         }
         let body = try await BackendRoutes.notificationJSON(store, id: id, limit: limit, after: after)
-        guard let body else { throw APIError.notFound("notification not found") }
+        guard let body else {
+            // Scheduled: not fanned out yet, or never to be (cancelled, superseded).
+            if let row = try await store.scheduled(id: id), row.state != "sent" { return JSONResponse.ok(Scheduling.json(row)) }
+            throw APIError.notFound("notification not found")
+        }
         return JSONResponse.ok(body)
     }
 

@@ -37,6 +37,7 @@ struct ChannelRoutes: Sendable {
     // MARK: Backend
 
     @Sendable func create(_ request: Request, context: ServiceContext) async throws -> Response {
+        _ = try IdempotencyGate.key(request)
         let json = try await body.object(request)
         guard let appType = json["app_type"]?.stringValue else { throw APIError.badRequest("app_type is required") }
         let key = try Self.key(appType: appType, entityType: json["entity_type"]?.stringValue,
@@ -50,31 +51,37 @@ struct ChannelRoutes: Sendable {
         }
         let audience = try Self.audience(json["audience"])
         let client = try client(key)
-        return try await broadcasts.creatingChannel(key) { () async throws -> Response in
-            if let existing = try await store.channel(key) {
-                if let audience { _ = try await store.setChannelAudience(key, audience) }
-                return JSONResponse.ok(Self.json(existing, created: false))
+        return try await idempotency.run(request, body: json) { _, _ in
+            try await broadcasts.creatingChannel(key) { () async throws -> IdempotencyGate.Answer in
+                if let existing = try await store.channel(key) {
+                    if let audience { _ = try await store.setChannelAudience(key, audience) }
+                    return .init(status: .ok, body: Self.json(existing, created: false))
+                }
+                let result = await client.createChannel(storagePolicy: policy)
+                guard result.isSuccess, let channelID = result.channelID else {
+                    return Self.refusalAnswer(result.status, result.reason, result.error, doing: "create the channel")
+                }
+                let stored: ChannelRow
+                do {
+                    stored = try await store.addChannel(ChannelRow(key: key, channelID: channelID, storagePolicy: policy.rawValue,
+                                                                   createdAt: clock.nowMillis), audience: audience)
+                } catch {
+                    // Nothing half-made: the channel the store could not keep goes too.
+                    _ = await client.deleteChannel(channelID)
+                    throw error
+                }
+                guard stored.channelID == channelID else {
+                    // Another instance stored one for this key first: keep that one only.
+                    _ = await client.deleteChannel(channelID)
+                    return .init(status: .ok, body: Self.json(stored, created: false))
+                }
+                return .init(status: .created, body: Self.json(stored, created: true))
             }
-            let result = await client.createChannel(storagePolicy: policy)
-            guard result.isSuccess, let channelID = result.channelID else {
-                return Self.refusal(result.status, result.reason, result.error, doing: "create the channel")
-            }
-            let stored: ChannelRow
-            do {
-                stored = try await store.addChannel(ChannelRow(key: key, channelID: channelID, storagePolicy: policy.rawValue,
-                                                               createdAt: clock.nowMillis), audience: audience)
-            } catch {
-                // Nothing half-made: the channel the store could not keep goes too.
-                _ = await client.deleteChannel(channelID)
-                throw error
-            }
-            guard stored.channelID == channelID else {
-                // Another instance stored one for this key first: keep that one only.
-                _ = await client.deleteChannel(channelID)
-                return JSONResponse.ok(Self.json(stored, created: false))
-            }
-            return JSONResponse.make(.created, Self.json(stored, created: true))
         }
+    }
+
+    var idempotency: IdempotencyGate {
+        IdempotencyGate(store: store, clock: clock, retentionHours: config.idempotencyRetentionHours)
     }
 
     @Sendable func list(_ request: Request, context: ServiceContext) async throws -> Response {
@@ -115,6 +122,7 @@ struct ChannelRoutes: Sendable {
     /// relevance_score?, alert?, priority? (10, 5 or 1), expiration?}` to the entity's
     /// channel; 202 once recorded.
     @Sendable func broadcast(_ request: Request, context: ServiceContext) async throws -> Response {
+        _ = try IdempotencyGate.key(request)
         let json = try await body.object(request)
         let key = try pathKey(request, context, environment: json["environment"])
         _ = try client(key)
@@ -154,12 +162,18 @@ struct ChannelRoutes: Sendable {
         } catch {
             throw APIError.badRequest(error.description)
         }
-        let id = UUID().uuidString.lowercased()
-        try await store.enqueueBroadcast(NewBroadcast(id: id, channel: channel, payload: payload.bytes, priority: priority,
-                                                      expiration: expiration), now: clock.nowMillis)
-        worker.wake()
-        return JSONResponse.make(.accepted, .object([("broadcast_id", .string(id)),
-                                                     ("channel_id", .string(channel.channelID))]))
+        let bytes = payload.bytes
+        return try await idempotency.run(request, body: json) { id, resumed in
+            // An earlier request with this key died after recording it: it stands.
+            let recorded = resumed ? try await store.broadcast(id: id) != nil : false
+            if !recorded {
+                try await store.enqueueBroadcast(NewBroadcast(id: id, channel: channel, payload: bytes, priority: priority,
+                                                              expiration: expiration), now: clock.nowMillis)
+                worker.wake()
+            }
+            return .init(status: .accepted, body: .object([("broadcast_id", .string(id)),
+                                                           ("channel_id", .string(channel.channelID))]))
+        }
     }
 
     @Sendable func broadcastLog(_ request: Request, context: ServiceContext) async throws -> Response {
@@ -293,11 +307,16 @@ struct ChannelRoutes: Sendable {
 
     /// APNs said no (502, with its reason), or said nothing (503).
     static func refusal(_ status: Int, _ reason: Reason?, _ error: String?, doing: String) -> Response {
+        let answer = refusalAnswer(status, reason, error, doing: doing)
+        return JSONResponse.make(answer.status, answer.body)
+    }
+
+    static func refusalAnswer(_ status: Int, _ reason: Reason?, _ error: String?, doing: String) -> IdempotencyGate.Answer {
         let answered = status != 0 || reason != nil
         let message = answered
             ? "APNs refused to \(doing): \(reason?.rawValue ?? "status \(status)")"
             : "no answer from APNs to \(doing): \(error ?? "unreachable")"
-        return JSONResponse.make(answered ? .badGateway : .serviceUnavailable, .object([
+        return IdempotencyGate.Answer(status: answered ? .badGateway : .serviceUnavailable, body: .object([
             ("success", .bool(false)),
             ("error", .string(message)),
             ("reason", reason.map { JSON.string($0.rawValue) } ?? .null),

@@ -117,10 +117,35 @@ struct LiveActivityRoutes: Sendable {
     }
 
     @Sendable func send(_ request: Request, context: ServiceContext) async throws -> Response {
+        _ = try IdempotencyGate.key(request)
         let sender = LiveActivitySend(config: config, store: store, clock: clock)
-        let checked = try sender.parse(try await body.object(request))
-        let result = try await sender.run(checked)
-        if result.deliveries > 0 { worker.wake() }
-        return JSONResponse.make(.accepted, result.json)
+        let json = try await body.object(request)
+        let checked = try sender.parse(json)
+        let gate = IdempotencyGate(store: store, clock: clock, retentionHours: config.idempotencyRetentionHours)
+        if let when = try Scheduling.when(json, now: clock.nowMillis, horizonDays: config.scheduleHorizonDays) {
+            return try await gate.run(request, body: json) { id, resumed in
+                if resumed, let row = try await store.scheduled(id: id) {
+                    return .init(status: .accepted, body: Scheduling.accepted(id: id, when: when, superseded: nil)
+                        .with(state: row.state))
+                }
+                let superseded = try await store.schedule(
+                    NewSchedule(id: id, kind: "live_activity", appType: checked.app.appType,
+                                type: "live_activity.\(checked.event.rawValue)", scheduleKey: when.scheduleKey,
+                                request: Scheduling.stored(json).bytes, sendAt: when.sendAt),
+                    now: clock.nowMillis)
+                return .init(status: .accepted, body: Scheduling.accepted(id: id, when: when, superseded: superseded))
+            }
+        }
+        return try await gate
+            .run(request, body: json) { id, resumed in
+                // An earlier request with this key died after committing: what it made stands.
+                if resumed, let done = try await store.notification(id: id, limit: 1, after: nil) {
+                    return .init(status: .accepted, body: .object([("notification_id", .string(id)),
+                                                                   ("deliveries", .int(done.counts.values.reduce(0, +)))]))
+                }
+                let result = try await sender.run(checked, notificationID: id)
+                if result.deliveries > 0 { worker.wake() }
+                return .init(status: .accepted, body: result.json)
+            }
     }
 }

@@ -1,0 +1,100 @@
+import Foundation
+import Store
+
+/// `send_at` and `schedule_key` on `POST /v1/notifications` and
+/// `POST /v1/live-activities`. A request with `send_at` is checked whole at once
+/// (a 400 stores nothing), then stored as it is (`ScheduledSends`) and fanned out
+/// by `ScheduleWorker` at its time, as if posted then: the user's preferences,
+/// quiet hours and batching are those of send time, and so are their devices.
+struct Scheduling: Sendable {
+    /// When to send (ms since 1970), and the backend's name for it.
+    struct When: Sendable {
+        var sendAt: Int64
+        var scheduleKey: String?
+    }
+
+    static let sendAtKey = "send_at"
+    static let scheduleKeyKey = "schedule_key"
+
+    /// The body's `send_at` and `schedule_key`, checked; nil without `send_at`. A
+    /// time in the past sends now; more than `horizonDays` ahead is a 400.
+    static func when(_ body: JSON, now: Int64, horizonDays: Int) throws(APIError) -> When? {
+        var key: String?
+        if let k = body[scheduleKeyKey], !k.isNull {
+            guard let text = k.stringValue, !text.isEmpty, text.utf8.count <= 256,
+                  text.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7f })
+            else { throw .badRequest("schedule_key must be a string of 1 to 256 characters") }
+            key = text
+        }
+        guard let value = body[sendAtKey], !value.isNull else {
+            if key != nil { throw .badRequest("schedule_key needs send_at (it names a scheduled notification)") }
+            return nil
+        }
+        guard let sendAt = millis(value) else {
+            throw .badRequest("send_at must be an ISO-8601 time (\"2026-03-08T09:00:00Z\") or UNIX seconds")
+        }
+        let horizon = now + Int64(horizonDays) * 86_400_000
+        guard sendAt <= horizon else {
+            throw .badRequest("send_at is more than \(horizonDays) days ahead (schedule.horizon_days)")
+        }
+        return When(sendAt: sendAt, scheduleKey: key)
+    }
+
+    /// UNIX seconds (a number, fractions allowed), or an ISO-8601 date and time
+    /// with its offset ("Z" or "+05:30"), fractions of a second allowed.
+    static func millis(_ value: JSON) -> Int64? {
+        if case .number(let text) = value {
+            guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds < 1e11 else { return nil }
+            return Int64((seconds * 1000).rounded(.down))
+        }
+        guard let text = value.stringValue, text.utf8.count <= 64 else { return nil }
+        let plain = ISO8601DateFormatter()
+        plain.formatOptions = [.withInternetDateTime]
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        guard let date = plain.date(from: text) ?? fractional.date(from: text) else { return nil }
+        return Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    /// The body to store: the request less its schedule, replayed at send time.
+    static func stored(_ body: JSON) -> JSON {
+        guard case .object(let members) = body else { return body }
+        return .object(members.filter { $0.0 != sendAtKey && $0.0 != scheduleKeyKey })
+    }
+
+    /// The 202 of a scheduled request.
+    static func accepted(id: String, when: When, superseded: String?) -> JSON {
+        var members: [(String, JSON)] = [("notification_id", .string(id)), ("state", .string("scheduled")),
+                                         ("send_at", Timestamp.json(when.sendAt))]
+        if let key = when.scheduleKey { members.append(("schedule_key", .string(key))) }
+        if let superseded { members.append(("superseded", .string(superseded))) }
+        return .object(members)
+    }
+
+    /// A schedule as `GET /v1/notifications/{id}` shows it before it is sent (or
+    /// once it never will be: cancelled, superseded, failed).
+    static func json(_ row: ScheduleRow) -> JSON {
+        var members: [(String, JSON)] = [
+            ("notification_id", .string(row.schedule.id)),
+            ("type", .string(row.schedule.type)),
+            ("state", .string(row.state)),
+            ("send_at", Timestamp.json(row.schedule.sendAt)),
+            ("created_at", Timestamp.json(row.createdAt)),
+        ]
+        if let key = row.schedule.scheduleKey { members.append(("schedule_key", .string(key))) }
+        if let by = row.supersededBy { members.append(("superseded_by", .string(by))) }
+        if let at = row.finishedAt, row.state != "sent" { members.append(("finished_at", Timestamp.json(at))) }
+        if let error = row.error { members.append(("error", .string(error))) }
+        members.append(("summary", .object([("pending", .int(0)), ("delivered", .int(0)), ("failed", .int(0))])))
+        members.append(("deliveries", .array([])))
+        return .object(members)
+    }
+}
+
+extension JSON {
+    /// This object with its `state` member set to `state`.
+    func with(state: String) -> JSON {
+        guard case .object(let members) = self else { return self }
+        return .object(members.map { $0.0 == "state" ? ("state", .string(state)) : $0 })
+    }
+}
