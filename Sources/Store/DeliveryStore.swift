@@ -5,7 +5,7 @@
 ///
 /// Every method is one transaction. Times are milliseconds since 1970 (UTC), passed
 /// in by the caller so that tests control the clock.
-public protocol DeliveryStore: Sendable {
+public protocol DeliveryStore: WebhookEventStore, NotificationEventStore {
     /// Creates or upgrades the schema (versioned, idempotent, safe when several
     /// instances start at once).
     func migrate() async throws(StoreError)

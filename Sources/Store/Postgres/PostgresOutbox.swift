@@ -260,6 +260,7 @@ extension PostgresStore {
     public func finish(worker: String, _ outcomes: [DeliveryOutcome],
                        now: Int64) async throws(StoreError) -> Int {
         guard !outcomes.isEmpty else { return 0 }
+        let webhooks = webhookRouting.current
         return try await transaction("finish deliveries") { db in
             // Leaving the outbox is the proof of holding it: a second finish, or one
             // from a worker whose row another has claimed, deletes nothing.
@@ -308,11 +309,11 @@ extension PostgresStore {
             }
 
             var used: [Int64] = []
-            var changes: [(device: Int64, change: DeliveryOutcome.TokenChange)] = []
+            var changes: [(device: Int64, change: DeliveryOutcome.TokenChange, timestamp: Int64?)] = []
             for outcome in held {
                 guard let deviceID = deviceOf[outcome.deliveryID] else { continue }
                 if outcome.delivered { used.append(deviceID) }
-                if let change = outcome.tokenChange { changes.append((deviceID, change)) }
+                if let change = outcome.tokenChange { changes.append((deviceID, change, outcome.timestamp)) }
             }
             // Workers finishing at once touch devices in overlapping sets: taking the
             // rows' locks in one order (by id) first keeps two finishes from waiting
@@ -321,9 +322,14 @@ extension PostgresStore {
             if !touched.isEmpty {
                 try await db.run("SELECT id FROM devices WHERE id = ANY(\(touched)) ORDER BY id FOR UPDATE")
             }
-            for (deviceID, change) in changes {
+            for (deviceID, change, timestamp) in changes {
                 try await Self.apply(change, to: deviceID, now: now, db)
+                if case .moveEnvironment = change { continue }
+                try await Self.recordDeactivation(db, webhooks, deviceID: deviceID, apnsTimestamp: timestamp, now: now)
             }
+            let failedIDs = held.filter { !$0.delivered && deviceOf[$0.deliveryID] != nil }.map(\.deliveryID)
+            try await Self.recordFailedDeliveries(db, webhooks, ids: failedIDs, now: now)
+            try await Self.recordCompletionChecks(db, webhooks, ids: Array(deviceOf.keys), now: now)
             if !used.isEmpty {
                 // Under the devices' locks taken above, so finishes never wait on each other here.
                 try await db.run("""
