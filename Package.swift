@@ -30,6 +30,9 @@ let package = Package(
         // apns-server's connection handlers (Hummingbird's own NIO dependencies).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        // apns-server's webhooks (HTTP/1.1 and HTTP/2 over TLS, with timeouts); already in
+        // the graph through Hummingbird's test support.
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.30.0"),
     ],
     targets: [
         // The sender's hot path: ES256 provider tokens (OpenSSL) and HTTP/2 transports.
@@ -90,6 +93,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
         .executableTarget(name: "apns-server", dependencies: [

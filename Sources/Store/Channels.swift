@@ -123,14 +123,17 @@ extension SQLiteStore {
 
     /// One final entry: only the worker holding the broadcast writes it, once.
     public func finishBroadcast(worker: String, _ o: BroadcastOutcome, now: Int64) async throws(StoreError) -> Bool {
-        try await write("finish a broadcast") { db in
+        let webhooks = webhookRouting.current
+        return try await write("finish a broadcast") { db in
             try db.execute(sql: """
                 UPDATE broadcasts SET state = ?, status = ?, reason = ?, request_id = ?, unique_id = ?, attempts = ?,
                                       finished_at = ?, lease_until = NULL, claimed_by = NULL
                 WHERE id = ? AND state = 'pending' AND claimed_by = ?
                 """, arguments: [o.delivered ? "delivered" : "failed", o.status, o.reason, o.requestID, o.uniqueID,
                                  o.attempts, now, o.id, worker])
-            return db.changesCount == 1
+            guard db.changesCount == 1 else { return false }
+            try Self.recordBroadcast(db, webhooks, id: o.id, now: now)
+            return true
         }
     }
 

@@ -299,6 +299,7 @@ extension SQLiteStore {
     public func finish(worker: String, _ outcomes: [DeliveryOutcome],
                        now: Int64) async throws(StoreError) -> Int {
         guard !outcomes.isEmpty else { return 0 }
+        let webhooks = webhookRouting.current
         return try await write("finish deliveries") { db in
             // Set-based: one DELETE of the batch from the outbox, one INSERT into
             // `results` per 256 outcomes, one UPDATE of the delivered devices;
@@ -344,10 +345,15 @@ extension SQLiteStore {
                     """).execute(arguments: [now, jsonArray(used)])
             }
             let deviceOf = try db.cachedStatement(sql: "SELECT device_id FROM deliveries WHERE id = ?")
-            for (deliveryID, change) in effects.changes {
+            for (deliveryID, change, timestamp) in effects.changes {
                 guard let deviceID = try Int64.fetchOne(deviceOf, arguments: [deliveryID]) else { continue }
                 try Self.apply(change, to: deviceID, now: now, db)
+                if case .moveEnvironment = change { continue }
+                try Self.recordDeactivation(db, webhooks, deviceID: deviceID, apnsTimestamp: timestamp, now: now)
             }
+            let failedIDs = held.filter { !$0.delivered && recorded.contains($0.deliveryID) }.map(\.deliveryID)
+            try Self.recordFailedDeliveries(db, webhooks, ids: failedIDs, now: now)
+            try Self.recordCompletionChecks(db, webhooks, ids: held.map(\.deliveryID).filter(recorded.contains), now: now)
             return Finishes.ignored(outcomes, recorded: recorded.count)
         }
     }

@@ -37,6 +37,8 @@ public final class SQLiteStore: DeliveryStore {
     /// size (see `fanOut`): small enough that the worker starts within tens of
     /// milliseconds, large enough that the commits cost nothing in comparison.
     let fanOutPart: Int
+    /// Which receivers want which webhook events (see `WebhookEvents.swift`).
+    let webhookRouting = WebhookRouting()
 
     /// Opens (creating it and its folder if missing) the database at `path`. A
     /// leading `sqlite:` (as in the service's `--store sqlite:var/apns.db`) is

@@ -28,7 +28,7 @@ struct SchemaStep: Sendable {
 /// - `device_use` is when each device was last delivered to (`devices.last_used_at`
 ///   is no longer used); `device_changes` counts changes to the facts a fan-out reads.
 enum Schema {
-    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14]
+    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15]
 
     /// PostgreSQL databases made before the history was one list numbered their steps
     /// on their own: a step there combined, or came in another place than, the steps
@@ -863,5 +863,88 @@ enum Schema {
         CREATE INDEX scheduled_notifications_finished ON scheduled_notifications (finished_at)
             WHERE state NOT IN ('scheduled', 'sending')
         """,
+
+    /// What the backend hears, and what the devices report.
+    /// - `webhook_events`: one row per event and receiver (`endpoint`, its URL),
+    ///   written in the transaction of the change it reports, pending until the
+    ///   receiver answers 2xx or the retry period ends (`failed`). `subject` names
+    ///   what it is about, so that one change never makes two events for a receiver.
+    /// - `webhook_checks`: notifications a finish touched, to be looked at (from
+    ///   `check_at`) for whether anything of theirs is still pending; a finish only
+    ///   marks them, so that the check's cost stays off the send path.
+    /// - `delivery_events`: when a device reported a delivery received and opened.
+    static let v15 = SchemaStep(
+        number: 15, name: "webhook events, receipts and opens",
+        sqlite: """
+        CREATE TABLE webhook_events (
+            id           INTEGER PRIMARY KEY,
+            event_id     TEXT    NOT NULL UNIQUE,
+            endpoint     TEXT    NOT NULL,
+            type         TEXT    NOT NULL,
+            subject      TEXT    NOT NULL,
+            data         TEXT    NOT NULL,
+            created_at   INTEGER NOT NULL,
+            state        TEXT    NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
+            attempts     INTEGER NOT NULL DEFAULT 0,
+            available_at INTEGER NOT NULL,
+            lease_until  INTEGER,
+            claimed_by   TEXT,
+            last_status  INTEGER,
+            last_error   TEXT,
+            finished_at  INTEGER,
+            UNIQUE (endpoint, type, subject)
+        );
+        CREATE INDEX webhook_events_due ON webhook_events (available_at) WHERE state = 'pending';
+        CREATE INDEX webhook_events_by_state ON webhook_events (state, id);
+        CREATE TABLE webhook_checks (
+            notification_id TEXT    PRIMARY KEY,
+            check_at        INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE delivery_events (
+            delivery_id     INTEGER PRIMARY KEY,
+            notification_id TEXT    NOT NULL,
+            received_at     INTEGER,
+            opened_at       INTEGER
+        );
+        CREATE INDEX delivery_events_by_notification ON delivery_events (notification_id);
+        """,
+        postgres: [
+        """
+        CREATE TABLE webhook_events (
+            id           BIGSERIAL PRIMARY KEY,
+            event_id     TEXT    NOT NULL UNIQUE,
+            endpoint     TEXT    NOT NULL,
+            type         TEXT    NOT NULL,
+            subject      TEXT    NOT NULL,
+            data         TEXT    NOT NULL,
+            created_at   BIGINT  NOT NULL,
+            state        TEXT    NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
+            attempts     INTEGER NOT NULL DEFAULT 0,
+            available_at BIGINT  NOT NULL,
+            lease_until  BIGINT,
+            claimed_by   TEXT,
+            last_status  INTEGER,
+            last_error   TEXT,
+            finished_at  BIGINT,
+            UNIQUE (endpoint, type, subject)
+        )
+        """,
+        "CREATE INDEX webhook_events_due ON webhook_events (available_at) WHERE state = 'pending'",
+        "CREATE INDEX webhook_events_by_state ON webhook_events (state, id)",
+        """
+        CREATE TABLE webhook_checks (
+            notification_id TEXT   PRIMARY KEY,
+            check_at        BIGINT NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE delivery_events (
+            delivery_id     BIGINT PRIMARY KEY,
+            notification_id TEXT   NOT NULL,
+            received_at     BIGINT,
+            opened_at       BIGINT
+        )
+        """,
+        "CREATE INDEX delivery_events_by_notification ON delivery_events (notification_id)",
         ])
 }

@@ -76,12 +76,15 @@ private func assemble(config: ServerConfig, store: any DeliveryStore, closesStor
                                    logger: logger)
     let pruner = LogPruner(config: config, store: store, clock: clock, metrics: metrics, logger: logger)
     let gauges = OutboxGauges(config: config, store: store, clock: clock, metrics: metrics, logger: logger)
+    // Before any request or worker runs: the events a finish writes depend on it.
+    store.routeWebhooks(config.webhooks.routes)
+    let webhooks = WebhookWorker(config: config, store: store, clock: clock, metrics: metrics, logger: logger)
     let router = APNsServer.makeRouter(config: config, store: store, clock: clock, metrics: metrics, wakeup: wakeup,
                                        handoff: handoff, broadcasts: broadcasts, broadcastWakeup: broadcastWakeup)
     let connections = ConnectionLimits(perAddress: config.maxConnectionsPerAddress)
     // Shut down in reverse: HTTP server, gauges, pruner, workers, clients, store.
     let services: [any Service] = (closesStore ? [StoreService(store: store)] : [])
-        + [clients, broadcastWorker, worker, scheduler, pruner, gauges]
+        + [webhooks, clients, broadcastWorker, worker, scheduler, pruner, gauges]
     let app = Application(
         router: router,
         server: GuardedHTTP1Channel.builder(limits: connections,

@@ -58,6 +58,29 @@ final class ServiceMetrics: Sendable {
             .increment(by: Int64(deliveries))
     }
 
+    /// One attempt to send a webhook event: delivered, retry (failed, tried again
+    /// later) or failed (for good).
+    func webhookDelivery(event: String, outcome: String) {
+        counter("apns_server_webhook_deliveries_total", "Webhook attempts by event type and outcome",
+                [("event", event), ("outcome", outcome)]).increment()
+    }
+
+    /// Webhook events not delivered yet (pending) and given up on (failed).
+    func webhookEvents(_ counts: [String: Int]) {
+        for state in ["pending", "failed"] {
+            registry.makeGauge(descriptor: .init(namespace: "apns_server", metricName: "webhook_events", unitName: "",
+                                                 helpText: "Webhook events pending (not yet delivered) or failed (given up)"),
+                               labels: [("state", state)]).set(Double(counts[state, default: 0]))
+        }
+    }
+
+    /// A receipt or an open a device reported for the first time.
+    func notificationEvent(app: String, type: String, event: String) {
+        let typeLabel = known[app]?.contains(type) == true ? type : "other"
+        counter("apns_server_notification_events_total", "Deliveries devices reported received or opened",
+                [("app", app), ("type", typeLabel), ("event", event)]).increment()
+    }
+
     /// The registry keeps one counter per name and labels; this finds or makes it.
     /// What retention removed from the log.
     func pruned(_ result: PruneResult) {

@@ -125,6 +125,8 @@ public enum APNsServer {
         LiveActivityRoutes(config: config, store: store, clock: clock, body: body, auth: auth, worker: wakeup).register(on: router)
         ChannelRoutes(config: config, store: store, clock: clock, body: body, auth: auth, broadcasts: broadcasts,
                       worker: broadcastWakeup).register(on: router)
+        NotificationEventRoutes(store: store, clock: clock, body: body, auth: auth, metrics: metrics).register(on: router)
+        WebhookEventRoutes(store: store, auth: auth).register(on: router)
         return router
     }
 

@@ -22,6 +22,8 @@ public struct ServerConfig: Sendable {
     public var apps: [AppConfig]
     public var worker: WorkerConfig
     public var retention = RetentionConfig()
+    /// Signed webhooks: who hears of which events, and how hard the worker tries.
+    public var webhooks = WebhookConfig()
     /// A user's active tokens per app (device tokens and Live Activity tokens each):
     /// a registration beyond it deactivates the user's oldest.
     public var maxTokensPerUser = 20

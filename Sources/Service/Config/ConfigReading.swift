@@ -176,6 +176,7 @@ extension ServerConfig {
             metricsTokenPath = resolve(file, against: base)
             metricsToken = try readMetricsToken(metricsTokenPath!)
         }
+        let webhooks = try parseWebhooks(&reader)
         try reader.rejectUnknown()
 
         var config = ServerConfig(listenHost: host, listenPort: port, database: parsedDatabase, apiKeys: apiKeys,
@@ -188,6 +189,7 @@ extension ServerConfig {
         config.userJWTClaims = claims
         var secretFiles: [String] = []
         let secretPaths = [apiKeysPath, secretPath] + [metricsTokenPath].compactMap { $0 } + apps.map(\.keyPath)
+            + webhooks.endpoints.map(\.secretPath)
         for path in secretPaths where !secretFiles.contains(path) { secretFiles.append(path) }
         config.warnings = secretFiles.compactMap(Self.openToOthers)
         config.requestTimeoutSeconds = requestTimeout
@@ -196,6 +198,7 @@ extension ServerConfig {
         config.shutdownGraceSeconds = grace
         config.metricsRefreshMillis = metricsRefresh
         config.metricsToken = metricsToken
+        config.webhooks = webhooks
         return config
     }
 
@@ -472,7 +475,7 @@ extension ServerConfig {
 
 /// Reads one YAML mapping, remembering which keys were used so that a misspelled
 /// key is an error rather than a silently ignored setting.
-private struct Reader {
+struct Reader {
     let mapping: Node.Mapping
     let context: String
     let base: URL

@@ -20,12 +20,12 @@ enum Finishes {
     /// not by an earlier finish) do to their devices, by delivery id, in order: the
     /// delivered ones' devices were used now; some answers change their token.
     static func deviceEffects(_ held: [DeliveryOutcome], isRecorded: (Int64) -> Bool)
-        -> (used: [Int64], changes: [(deliveryID: Int64, change: DeliveryOutcome.TokenChange)]) {
+        -> (used: [Int64], changes: [(deliveryID: Int64, change: DeliveryOutcome.TokenChange, timestamp: Int64?)]) {
         var used: [Int64] = []
-        var changes: [(deliveryID: Int64, change: DeliveryOutcome.TokenChange)] = []
+        var changes: [(deliveryID: Int64, change: DeliveryOutcome.TokenChange, timestamp: Int64?)] = []
         for outcome in held where isRecorded(outcome.deliveryID) {
             if outcome.delivered { used.append(outcome.deliveryID) }
-            if let change = outcome.tokenChange { changes.append((outcome.deliveryID, change)) }
+            if let change = outcome.tokenChange { changes.append((outcome.deliveryID, change, outcome.timestamp)) }
         }
         return (used, changes)
     }

@@ -167,7 +167,11 @@ extension PostgresStore {
 
     /// One final entry: only the worker holding the broadcast writes it, once.
     public func finishBroadcast(worker: String, _ o: BroadcastOutcome, now: Int64) async throws(StoreError) -> Bool {
-        try await rows("finish a broadcast", """
+        let webhooks = webhookRouting.current
+        if !webhooks.urls(for: .broadcastCompleted).isEmpty {
+            return try await finishBroadcastRecordingEvent(worker: worker, o, routes: webhooks, now: now)
+        }
+        return try await rows("finish a broadcast", """
             UPDATE broadcasts SET state = \(o.delivered ? "delivered" : "failed"), status = \(Int64(o.status)),
                                   reason = \(o.reason)::text, request_id = \(o.requestID)::text,
                                   unique_id = \(o.uniqueID)::text, attempts = \(Int64(o.attempts)),

@@ -234,6 +234,7 @@ extension PostgresStore {
     public func finish(worker: String, _ outcomes: [DeliveryOutcome],
                        now: Int64) async throws(StoreError) -> Int {
         guard !outcomes.isEmpty else { return 0 }
+        let webhooks = webhookRouting.current
         return try await transaction("finish deliveries") { db in
             // Leaving the outbox is the proof of holding it (see `Finishes`).
             var left = Set<Int64>(minimumCapacity: outcomes.count)
@@ -281,7 +282,7 @@ extension PostgresStore {
 
             let effects = Finishes.deviceEffects(held, isRecorded: { deviceOf[$0] != nil })
             let used = effects.used.map { deviceOf[$0]! }
-            let changes = effects.changes.map { (device: deviceOf[$0.deliveryID]!, change: $0.change) }
+            let changes = effects.changes.map { (device: deviceOf[$0.deliveryID]!, change: $0.change, timestamp: $0.timestamp) }
             // Workers finishing at once touch devices in overlapping sets: taking the
             // rows' locks in one order (by id) first keeps two finishes from waiting
             // on each other.
@@ -289,9 +290,14 @@ extension PostgresStore {
             if !touched.isEmpty {
                 try await db.run("SELECT id FROM devices WHERE id = ANY(\(touched)) ORDER BY id FOR UPDATE")
             }
-            for (deviceID, change) in changes {
+            for (deviceID, change, timestamp) in changes {
                 try await Self.apply(change, to: deviceID, now: now, db)
+                if case .moveEnvironment = change { continue }
+                try await Self.recordDeactivation(db, webhooks, deviceID: deviceID, apnsTimestamp: timestamp, now: now)
             }
+            let failedIDs = held.filter { !$0.delivered && deviceOf[$0.deliveryID] != nil }.map(\.deliveryID)
+            try await Self.recordFailedDeliveries(db, webhooks, ids: failedIDs, now: now)
+            try await Self.recordCompletionChecks(db, webhooks, ids: Array(deviceOf.keys), now: now)
             if !used.isEmpty {
                 // Under the devices' locks taken above, so finishes never wait on each other here.
                 try await db.run("""

@@ -22,6 +22,8 @@ public final class PostgresStore: DeliveryStore {
     public let configuration: Configuration
     let client: PostgresClient
     let wakeups: PostgresWakeups
+    /// Which receivers want which webhook events (see `WebhookEvents.swift`).
+    let webhookRouting = WebhookRouting()
     private let running: Task<Void, Never>
 
     /// Connects lazily: nothing is sent until the first call.

@@ -186,7 +186,8 @@ struct BackendRoutes: Sendable {
     static func notificationJSON(_ store: any DeliveryStore, id: String, limit: Int, after: Int64?) async throws -> JSON? {
         do {
             guard let view = try await store.notification(id: id, limit: limit, after: after) else { return nil }
-            return json(view)
+            let engagement = try await store.notificationEngagement(notificationID: id, apnsIDs: view.deliveries.map(\.apnsID))
+            return json(view, engagement: engagement)
         } catch {
             throw error
         }
@@ -194,7 +195,7 @@ struct BackendRoutes: Sendable {
 
     // Built outside the async handler: Swift 6.3's optimizer crashed splitting the
     // handler's coroutine with this literal inside it (release builds only).
-    static func json(_ view: NotificationView) -> JSON {
+    static func json(_ view: NotificationView, engagement: NotificationEngagement = NotificationEngagement()) -> JSON {
         let delivered = view.counts["delivered", default: 0], failed = view.counts["failed", default: 0]
         let batched = view.counts["batched", default: 0], superseded = view.counts["superseded", default: 0]
         let pending = view.counts.values.reduce(0, +) - delivered - failed - batched - superseded
@@ -203,13 +204,18 @@ struct BackendRoutes: Sendable {
         // keeps the summary it always had (pending, delivered, failed).
         if batched > 0 { summary.append(("batched", .int(batched))) }
         if superseded > 0 { summary.append(("superseded", .int(superseded))) }
+        // What devices reported (receipts and opens), once any did.
+        if engagement.received > 0 {
+            summary.append(("received", .int(engagement.received)))
+            summary.append(("opened", .int(engagement.opened)))
+        }
         return .object([
             ("notification_id", .string(view.id)),
             ("type", .string(view.type)),
             ("entity_id", view.entityID.map(JSON.string) ?? .null),
             ("created_at", Timestamp.json(view.createdAt)),
             ("summary", .object(summary)),
-            ("deliveries", .array(view.deliveries.map(BackendRoutes.json))),
+            ("deliveries", .array(view.deliveries.map { BackendRoutes.json($0, reported: engagement.times[$0.apnsID]) })),
         ] + (view.next.map { [("next", JSON.string(String($0)))] } ?? []))
     }
 
@@ -220,11 +226,15 @@ struct BackendRoutes: Sendable {
         guard let view = try await store.delivery(apnsID: String(apnsID).lowercased()) else {
             throw APIError.notFound("delivery not found")
         }
-        guard case .object(let members) = BackendRoutes.json(view) else { return JSONResponse.ok(BackendRoutes.json(view)) }
+        let reported = try await store.notificationEngagement(notificationID: view.notificationID,
+                                                              apnsIDs: [view.apnsID]).times[view.apnsID]
+        guard case .object(let members) = BackendRoutes.json(view, reported: reported) else {
+            return JSONResponse.ok(BackendRoutes.json(view))
+        }
         return JSONResponse.ok(.object([("notification_id", .string(view.notificationID))] + members))
     }
 
-    static func json(_ d: DeliveryView) -> JSON {
+    static func json(_ d: DeliveryView, reported: (receivedAt: Int64?, openedAt: Int64?)? = nil) -> JSON {
         var members: [(String, JSON)] = [
             ("user_id", .string(d.userID)),
             ("token", .string(d.token)),
@@ -241,6 +251,11 @@ struct BackendRoutes: Sendable {
         if let notBefore = d.notBefore { members.append(("not_before", Timestamp.json(notBefore))) }
         if let batched = d.batched { members.append(("batched", .int(batched))) }
         if let carrier = d.carriedBy { members.append(("carried_by", .string(carrier))) }
+        // Receipts and opens, once the device reported one.
+        if let reported {
+            members.append(("received_at", Timestamp.json(reported.receivedAt)))
+            members.append(("opened_at", Timestamp.json(reported.openedAt)))
+        }
         return .object(members)
     }
 }

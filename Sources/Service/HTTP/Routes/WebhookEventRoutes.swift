@@ -1,0 +1,73 @@
+import Hummingbird
+import Store
+
+/// `GET /v1/webhook-events[?state=pending|delivered|failed][&limit=N][&after=CURSOR]`
+/// (an API key): the webhook events in the order they were written, a page at a
+/// time like the log's deliveries; `?state=failed` lists those that never got
+/// through (their receiver did not answer 2xx within `webhooks.retry_hours`).
+struct WebhookEventRoutes: Sendable {
+    let store: any DeliveryStore
+    let auth: Auth
+
+    static let states: Set<String> = ["pending", "delivered", "failed"]
+
+    func register(on router: Router<ServiceContext>) {
+        router.group("v1").add(middleware: APIKeyMiddleware(auth: auth)).get("webhook-events", use: list)
+    }
+
+    @Sendable func list(_ request: Request, context: ServiceContext) async throws -> Response {
+        let query = request.uri.queryParameters
+        var state: String?
+        if let text = query["state"] {
+            guard Self.states.contains(String(text)) else {
+                throw APIError.badRequest("state must be pending, delivered or failed")
+            }
+            state = String(text)
+        }
+        var limit = BackendRoutes.defaultPageSize
+        if let text = query["limit"] {
+            guard let n = Int(String(text)), (1...BackendRoutes.maxPageSize).contains(n) else {
+                throw APIError.badRequest("limit must be an integer from 1 to \(BackendRoutes.maxPageSize)")
+            }
+            limit = n
+        }
+        var after: Int64?
+        if let text = query["after"] {
+            guard let n = Int64(String(text)), n >= 0 else {
+                throw APIError.badRequest("after must be the 'next' of a previous page")
+            }
+            after = n
+        }
+        // One more than asked tells whether there is a next page.
+        var page = try await store.webhookEvents(state: state, limit: limit + 1, after: after)
+        var next: Int64?
+        if page.count > limit {
+            page.removeLast()
+            next = page.last?.cursor
+        }
+        return JSONResponse.ok(Self.json(page, next: next))
+    }
+
+    static func json(_ page: [WebhookEventView], next: Int64?) -> JSON {
+        .object([
+            ("success", .bool(true)),
+            ("events", .array(page.map(json))),
+        ] + (next.map { [("next", JSON.string(String($0)))] } ?? []))
+    }
+
+    static func json(_ e: WebhookEventView) -> JSON {
+        .object([
+            ("id", .string(e.event.eventID)),
+            ("type", .string(e.event.type)),
+            ("url", .string(e.event.endpoint)),
+            ("state", .string(e.state)),
+            ("attempts", .int(e.event.attempts)),
+            ("last_status", e.lastStatus.map(JSON.int) ?? .null),
+            ("last_error", e.lastError.map(JSON.string) ?? .null),
+            ("created_at", Timestamp.json(e.event.createdAt)),
+            ("next_attempt_at", e.state == "pending" ? Timestamp.json(e.availableAt) : .null),
+            ("finished_at", Timestamp.json(e.finishedAt)),
+            ("data", (try? JSON.parse(Array(e.event.data.utf8))) ?? .string(e.event.data)),
+        ])
+    }
+}

@@ -1,0 +1,123 @@
+import GRDB
+
+// Receipts and opens: what a user's device reports of a delivery made to it (its
+// Notification Service Extension ran: received; the user tapped it: opened). APNs'
+// 200 says only that APNs took the notification; these say it arrived.
+
+/// What a device reports of a delivery.
+public enum NotificationEvent: String, Sendable, CaseIterable {
+    case received, opened
+}
+
+/// A report recorded: the delivery's notification (for the metrics' labels) and the
+/// delivery's times now; `new` lists the times this report set (a repeat sets none).
+public struct NotificationEventResult: Sendable, Hashable {
+    public var appType: String
+    public var type: String
+    public var receivedAt: Int64?
+    public var openedAt: Int64?
+    public var new: [NotificationEvent]
+
+    public init(appType: String, type: String, receivedAt: Int64?, openedAt: Int64?, new: [NotificationEvent]) {
+        self.appType = appType
+        self.type = type
+        self.receivedAt = receivedAt
+        self.openedAt = openedAt
+        self.new = new
+    }
+}
+
+/// A notification's reports: how many of its deliveries were received and opened,
+/// and the times of those asked for (by apns-id).
+public struct NotificationEngagement: Sendable, Hashable {
+    public var received = 0
+    public var opened = 0
+    public var times: [String: (receivedAt: Int64?, openedAt: Int64?)] = [:]
+
+    public init() {}
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.received == b.received && a.opened == b.opened && a.times.count == b.times.count
+            && a.times.allSatisfy { b.times[$0.key]?.receivedAt == $0.value.receivedAt
+                && b.times[$0.key]?.openedAt == $0.value.openedAt }
+    }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(received)
+        hasher.combine(opened)
+    }
+}
+
+public protocol NotificationEventStore: Sendable {
+    /// Records that the delivery `apnsID`, made to one of `userID`'s tokens, was
+    /// received (or opened, which implies received) at `at`. The first time of each
+    /// is kept: a repeat changes nothing. Nil when no delivery to this user has that
+    /// apns-id (nothing is written).
+    func recordNotificationEvent(apnsID: String, userID: String, _ event: NotificationEvent, at: Int64,
+                                 now: Int64) async throws(StoreError) -> NotificationEventResult?
+
+    /// The notification's counts of received and opened deliveries, and the times of
+    /// the deliveries `apnsIDs` (a page of its log).
+    func notificationEngagement(notificationID: String, apnsIDs: [String]) async throws(StoreError) -> NotificationEngagement
+
+    /// Retention: deletes up to `limit` reports of deliveries received before `cutoff`.
+    func pruneNotificationEvents(before cutoff: Int64, limit: Int) async throws(StoreError) -> Int
+}
+
+extension SQLiteStore {
+    public func recordNotificationEvent(apnsID: String, userID: String, _ event: NotificationEvent, at: Int64,
+                                        now: Int64) async throws(StoreError) -> NotificationEventResult? {
+        try await write("record a notification event") { db -> NotificationEventResult? in
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT d.id, d.notification_id, n.app_type, n.type, e.received_at, e.opened_at
+                FROM deliveries d JOIN notifications n ON n.id = d.notification_id
+                LEFT JOIN delivery_events e ON e.delivery_id = d.id
+                WHERE d.apns_id = ? AND d.user_id = ?
+                """, arguments: [apnsID, userID]) else { return nil }
+            let before: (received: Int64?, opened: Int64?) = (row[4], row[5])
+            let received = before.received ?? at
+            let opened = event == .opened ? (before.opened ?? at) : before.opened
+            var new: [NotificationEvent] = []
+            if before.received == nil { new.append(.received) }
+            if before.opened == nil, opened != nil { new.append(.opened) }
+            if !new.isEmpty {
+                try db.execute(sql: """
+                    INSERT INTO delivery_events (delivery_id, notification_id, received_at, opened_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (delivery_id) DO UPDATE SET received_at = excluded.received_at, opened_at = excluded.opened_at
+                    """, arguments: [row[0] as Int64, row[1] as String, received, opened])
+            }
+            return NotificationEventResult(appType: row[2], type: row[3], receivedAt: received, openedAt: opened, new: new)
+        }
+    }
+
+    public func notificationEngagement(notificationID: String,
+                                       apnsIDs: [String]) async throws(StoreError) -> NotificationEngagement {
+        try await read("read notification events") { db in
+            var engagement = NotificationEngagement()
+            if let counts = try Row.fetchOne(db, sql: """
+                SELECT count(received_at), count(opened_at) FROM delivery_events WHERE notification_id = ?
+                """, arguments: [notificationID]) {
+                engagement.received = counts[0]
+                engagement.opened = counts[1]
+            }
+            guard engagement.received > 0, !apnsIDs.isEmpty else { return engagement }
+            for row in try Row.fetchAll(db, sql: """
+                SELECT d.apns_id, e.received_at, e.opened_at
+                FROM delivery_events e JOIN deliveries d ON d.id = e.delivery_id
+                WHERE e.notification_id = ? AND d.apns_id IN (SELECT value FROM json_each(?))
+                """, arguments: [notificationID, jsonArray(apnsIDs)]) {
+                engagement.times[row[0]] = (row[1], row[2])
+            }
+            return engagement
+        }
+    }
+
+    public func pruneNotificationEvents(before cutoff: Int64, limit: Int) async throws(StoreError) -> Int {
+        try await write("prune notification events") { db in
+            try db.execute(sql: """
+                DELETE FROM delivery_events WHERE delivery_id IN (
+                    SELECT delivery_id FROM delivery_events WHERE received_at < ? LIMIT ?)
+                """, arguments: [cutoff, limit])
+            return db.changesCount
+        }
+    }
+}
