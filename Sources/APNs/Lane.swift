@@ -408,11 +408,11 @@ final class Lane: Sendable {
                          request: (LaneRequestSource<WaitingCaller>) -> (Request, Owner) = Lane.waiterRequest) {
         var actions: [Machine.Action] = []
         swap(&actions, &s.machine.actions)   // kept apart while the machine's rng is used
-        defer {
-            actions.removeAll(keepingCapacity: true)
-            swap(&actions, &s.machine.actions)
-        }
-        for action in actions {
+        defer { swap(&actions, &s.machine.actions) }   // emptied, its capacity kept
+        // Each action is moved out of the list, not copied and then destroyed twice:
+        // reversed, then taken from the end.
+        actions.reverse()
+        while let action = actions.popLast() {
             switch action {
             case .fill(let slot, let source):
                 let (made, owner) = request(source)
