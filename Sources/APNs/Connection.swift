@@ -114,6 +114,20 @@ extension capns_completion {
     var reasonValue: Reason? { capnsString(reason).map(Reason.init(rawValue:)) }
     var uniqueIDValue: String? { capnsString(unique_id) }
     var errorValue: String? { capnsString(error) }
+
+    /// The lane's state machine's view of it; a 200's reason is not read.
+    var answer: LaneAnswer {
+        switch outcomeValue {
+        case CAPNS_ANSWERED:
+            let status = Int(self.status)
+            return .answered(status: status, reason: status == 200 ? nil : reasonValue, timestamp: timestampValue,
+                             uniqueID: uniqueIDValue)
+        case CAPNS_NOT_PROCESSED: return .notProcessed(error: errorValue)
+        case CAPNS_TIMED_OUT: return .timedOut(error: errorValue)
+        case CAPNS_CONNECT_FAILED: return .connectFailed(error: errorValue)
+        default: return .cancelled(error: errorValue)
+        }
+    }
 }
 
 /// A fixed C char array (imported as a tuple) as a String; nil when empty.

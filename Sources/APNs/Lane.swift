@@ -18,12 +18,17 @@ import Synchronization
 /// resends go straight back to the transport without a hop through the caller;
 /// only a final result leaves the lane.
 ///
-/// A locked section only decides: which slots go out, which requests end. The C
-/// submit (a lock, a copy and often a system call to wake the sender thread) is
-/// made after the lock is let go, so that callers and the sender thread do not
-/// queue behind it (`settle`). `destroy` sets `cGone` and then waits until no
-/// submit is under way before it frees the C sender: no call can reach a freed
-/// sender. Authorization is set under the lock, with the same flag checked.
+/// Every decision is the state machine's (`LaneStateMachine`): the lane turns calls
+/// and C completions into its events, under its lock, and carries out the actions
+/// it returns (`perform`). Those that touch a slot's request (filling it, reading
+/// it for a submit or a result) are done under the lock, in order, since a later
+/// action may hand the same slot to someone else. The C submit (a lock, a copy and
+/// often a system call to wake the sender thread) is made after the lock is let go,
+/// so that callers and the sender thread do not queue behind it (`settle`), as are
+/// resumes, wakes and logs. `destroy` sets `cGone` and then waits until no submit
+/// is under way before it frees the C sender: no call can reach a freed sender.
+/// Authorization is set under the lock, after the machine's `destroy` event, which
+/// stops it from asking for any.
 final class Lane: Sendable {
     let environment: Environment
     let endpoint: Endpoint
@@ -48,21 +53,30 @@ final class Lane: Sendable {
     private static let tokenStride = Int(CAPNS_TOKEN_MAX) + 1
     private static let idStride = Int(CAPNS_UUID_LEN) + 1
     private static let slotStride = tokenStride + idStride
-    /// A server that refuses the same request this often is not going to take it.
-    private static let maxRefusals = 16
-    /// How long a provider key APNs refused for this environment stays refused
-    /// before one request tries it again (the key's settings may have been fixed).
-    static let keyRefusalHold: Duration = .seconds(60)
+
+    typealias Machine = LaneStateMachine<WaitingCaller, BatchInbox>
 
     init(environment: Environment, configuration: APNsClient.Configuration,
          metrics: ClientMetrics) throws(APNsError) {
         self.environment = environment
-        self.endpoint = configuration.endpoint(for: environment)
+        let endpoint = configuration.endpoint(for: environment)
+        self.endpoint = endpoint
         self.configuration = configuration
         self.metrics = metrics
         capacity = configuration.outstandingLimit
         providerToken = ProviderToken(credentials: configuration.credentials)
-        state = SleepingLock(State(capacity: capacity))
+        let key = switch configuration.credentials {
+        case .token(let token): "provider key \(token.keyID) (team \(token.teamID))"
+        case .certificate: "the client certificate"
+        }
+        let place = switch environment {
+        case .production: "the production environment"
+        case .sandbox: "the sandbox (development) environment"
+        case .custom: "the environment at \(endpoint)"
+        }
+        let machine = Machine(capacity: capacity, retryPolicy: configuration.retry, tokens: providerToken,
+                              keyName: key, place: place, cannotConnect: "cannot connect to \(endpoint)")
+        state = SleepingLock(State(machine: machine))
         arena = .allocate(capacity: capacity * Lane.slotStride)
         // The C thread reaches the lane through this box, filled once `self` exists;
         // it can call only after the first submit, which needs `self`.
@@ -81,7 +95,7 @@ final class Lane: Sendable {
     deinit {
         connection.destroy()
         state.withLock { s in
-            for slot in s.slots where slot.message != nil { capns_message_release(slot.message) }
+            for held in s.held where held.message != nil { capns_message_release(held.message) }
         }
         arena.deallocate()
     }
@@ -104,94 +118,32 @@ final class Lane: Sendable {
         let apnsID: String?
     }
 
-    private struct Slot {
+    /// A single caller waiting in line for a slot.
+    struct WaitingCaller {
+        let pending: any Pending
+        let continuation: CallerContinuation
+    }
+
+    /// What a slot holds besides the machine's bookkeeping: the request and its owner.
+    private struct Held {
         var token = ""
         var message: OpaquePointer?
         var owner: Owner?
-        var attempts = 0
-        /// Attempts the server did not process (GOAWAY, REFUSED_STREAM, lost connection):
-        /// safe to repeat, so they have a budget of their own.
-        var refusals = 0
-        /// The latest attempt was one of those: the next goes ahead of new requests.
-        var notProcessed = false
-        /// Sent again after UnrelatedKeyIdInToken: that happens once.
-        var resentOnFreshConnection = false
-        /// The owner stopped waiting: no retry, no resend; an answer in flight still counts.
-        var cancelled = false
-        var firstSent: ContinuousClock.Instant?
-        /// The provider token generation of the latest attempt.
-        var generation = 0
-        /// The single caller that owns it (0 for a batch), so its cancellation finds it.
-        var callerID = 0
-    }
-
-    private struct Retry {
-        let due: ContinuousClock.Instant
-        let slot: Int
-    }
-
-    /// APNs' answer to a provider key restricted to the other environment, which every
-    /// request of this lane gets instead of being sent, until `until`.
-    private struct KeyRefusal {
-        let status: Int
-        let reason: Reason
-        let error: String
-        let until: ContinuousClock.Instant
-    }
-
-    /// A caller waiting for a slot has already handed over its request: the slot
-    /// that frees is filled and submitted by the lane (with the other requests of
-    /// that completion batch, in one submit), and the caller is resumed only once,
-    /// with its result.
-    private enum Waiter {
-        case caller(id: Int, any Pending, CallerContinuation)
-        case batch(BatchInbox)
     }
 
     private struct State {
-        var slots: [Slot]
-        var free: [Int]
-        /// Invariant: a caller waits only while `free` is empty; a slot that frees goes
-        /// to the first waiting caller directly, and wakes every batch before it.
-        var waiters = FIFO<Waiter>()
-        /// Slots filled for waiting callers, to submit before the lock is let go.
-        var starts: [Int] = []
-        var retries: [Retry] = []
-        var timerDue: ContinuousClock.Instant?
-        var rng = RequestRandom()
-        var busy = 0
-        var installedGeneration = 0
-        /// The provider token as last read, and when to read it again: a JWT lives for
-        /// 50 minutes, so reading it (a clock, a lock) once a second is enough; an
-        /// ExpiredProviderToken answer clears it at once.
-        var token: ProviderToken.Current?
-        var tokenRecheck = ContinuousClock.Instant.now
-        /// Shutdown began: nothing new starts; what is in flight finishes.
-        var closed = false
-        /// The C sender is (being) freed: no C call may be made.
-        var destroyed = false
+        var machine: Machine
+        var held: [Held]
         var drainWaiters: [CheckedContinuation<Void, Never>] = []
-        /// Set when a request used up its attempts without reaching the server; until
-        /// the next answer, connection failures end requests at once instead of retrying.
-        var unreachable: String?
-        /// Set when APNs refused the provider key for this environment: until it runs
-        /// out, every request ends at once with this answer instead of being sent.
-        var keyRefusal: KeyRefusal?
 
-        init(capacity: Int) {
-            slots = Array(repeating: Slot(), count: capacity)
-            free = Array((0..<capacity).reversed())
-        }
-
-        mutating func take() -> Int? {
-            guard let slot = free.popLast() else { return nil }
-            busy += 1
-            return slot
+        init(machine: Machine) {
+            self.machine = machine
+            held = Array(repeating: Held(), count: machine.capacity)
         }
     }
 
-    /// What a locked section decided and must be done after unlocking: resume
-    /// tasks, hand results over, record metrics.
+    /// What a locked section decided and must be done after unlocking: submit,
+    /// resume tasks, hand results over, record metrics, arm the timer, log.
     private struct Effects {
         /// Prepared under the lock, submitted after it (`settle`): new requests, and
         /// requests the server did not process, which go ahead of new ones.
@@ -200,6 +152,8 @@ final class Lane: Sendable {
         var finals: [(Owner, DeliveryResult, unreachable: Bool)] = []
         var pokes: [BatchInbox] = []
         var drained: [CheckedContinuation<Void, Never>] = []
+        var timer: ContinuousClock.Instant?
+        var errors: [String] = []
 
         func run(_ metrics: ClientMetrics) {
             var byInbox: [(BatchInbox, [BatchInbox.Item])] = []
@@ -355,18 +309,19 @@ final class Lane: Sendable {
         // is handed over, so that a long line holds none; one made here in vain (the
         // line formed meanwhile) is released.
         var ahead = lineLength.load(ordering: .relaxed) == 0 ? pending.requestAhead() : nil
+        let cancelled = Task.isCancelled
         var fx = Effects()
         locked { s in
-            if s.closed || Task.isCancelled {
-                let why = s.closed ? APNsError.shutDown.description : "cancelled before it was sent"
-                fx.finals.append((.caller(c), notSent(pending, why), false))
-            } else if let slot = s.take() {
-                fill(&s, slot: slot, ahead ?? pending.request(), owner: .caller(c), callerID: id)
-                ahead = nil
-                submit(&s, CollectionOfOne(slot), resend: false, &fx)
-                submitStarts(&s, &fx)
-            } else {
-                s.waiters.append(.caller(id: id, pending, c))
+            s.machine.enter(caller: id, WaitingCaller(pending: pending, continuation: c), taskCancelled: cancelled,
+                            now: clock.now)
+            perform(&s, &fx) { source in
+                switch source {
+                case .entrant:
+                    defer { ahead = nil }
+                    return (ahead ?? pending.request(), .caller(c))
+                case .waiter(let w): return (w.pending.request(), .caller(w.continuation))
+                case .batchItem: preconditionFailure("a single send starts no batch item")
+                }
             }
         }
         if let unused = ahead { pending.discard(unused) }
@@ -379,8 +334,8 @@ final class Lane: Sendable {
             let result = body(&s)
             // Written only when it changed: callers read it on every send, and a store
             // per locked section would take their cache line away each time.
-            if lineLength.load(ordering: .relaxed) != s.waiters.count {
-                lineLength.store(s.waiters.count, ordering: .relaxed)
+            if lineLength.load(ordering: .relaxed) != s.machine.waiters.count {
+                lineLength.store(s.machine.waiters.count, ordering: .relaxed)
             }
             return result
         }
@@ -391,13 +346,8 @@ final class Lane: Sendable {
     func cancel(caller id: Int) {
         var fx = Effects()
         locked { s in
-            if case .caller(_, let pending, let c)? = s.waiters.removeFirst(where: {
-                if case .caller(id, _, _) = $0 { true } else { false }
-            }) {
-                fx.finals.append((.caller(c), notSent(pending, "cancelled before it was sent"), false))
-            } else if let slot = s.slots.firstIndex(where: { $0.callerID == id }) {
-                s.slots[slot].cancelled = true
-            }
+            s.machine.cancel(caller: id)
+            perform(&s, &fx)
         }
         settle(&fx)
     }
@@ -421,18 +371,20 @@ final class Lane: Sendable {
     func start(_ requests: ArraySlice<Request>, for inbox: BatchInbox, ticket: (Int) -> Int) -> Started {
         var fx = Effects()
         let result = locked { s -> Started in
-            if s.closed { return .closed }
-            var started: [Int] = []
-            started.reserveCapacity(min(requests.count, s.free.count))
-            for (i, request) in zip(requests.indices, requests) {
-                guard let slot = s.take() else { break }
-                fill(&s, slot: slot, request, owner: .batch(inbox, ticket: ticket(i)))
-                started.append(slot)
+            let started = s.machine.startBatch(count: requests.count, inbox, now: clock.now)
+            perform(&s, &fx) { source in
+                switch source {
+                case .batchItem(let i):
+                    let index = requests.startIndex + i
+                    return (requests[index], .batch(inbox, ticket: ticket(index)))
+                case .waiter(let w): return (w.pending.request(), .caller(w.continuation))
+                case .entrant: preconditionFailure("a batch has no entrant")
+                }
             }
-            if started.count < requests.count { s.waiters.append(.batch(inbox)) }
-            submit(&s, started, resend: false, &fx)
-            submitStarts(&s, &fx)
-            return .started(started.count)
+            switch started {
+            case .started(let n): return .started(n)
+            case .closed: return .closed
+            }
         }
         settle(&fx)
         return result
@@ -442,22 +394,80 @@ final class Lane: Sendable {
     func cancel(_ inbox: BatchInbox) {
         var fx = Effects()
         locked { s in
-            for slot in s.slots.indices {
-                if case .batch(let owner, _)? = s.slots[slot].owner, owner === inbox { s.slots[slot].cancelled = true }
-            }
-            let (mine, others) = s.retries.partitioned { s.slots[$0.slot].cancelled }
-            s.retries = others
-            for r in mine { finish(&s, r.slot, status: 0, reason: nil, error: "cancelled before it was sent again", &fx) }
-            submitStarts(&s, &fx)
+            s.machine.cancel(batch: inbox, now: clock.now)
+            perform(&s, &fx)
         }
         settle(&fx)
     }
 
-    private func fill(_ s: inout State, slot: Int, _ request: Request, owner: Owner, callerID: Int = 0) {
-        s.slots[slot].callerID = callerID
-        s.slots[slot].token = request.token
-        s.slots[slot].message = request.message
-        s.slots[slot].owner = owner
+    // MARK: - Carrying out the machine's actions
+
+    /// Carries out, in order, what the machine decided in this locked section, and
+    /// empties its list. `request` makes the request of a slot the machine filled.
+    private func perform(_ s: inout State, _ fx: inout Effects,
+                         request: (LaneRequestSource<WaitingCaller>) -> (Request, Owner) = Lane.waiterRequest) {
+        var actions: [Machine.Action] = []
+        swap(&actions, &s.machine.actions)   // kept apart while the machine's rng is used
+        defer { swap(&actions, &s.machine.actions) }   // emptied, its capacity kept
+        // Each action is moved out of the list, not copied and then destroyed twice:
+        // reversed, then taken from the end.
+        actions.reverse()
+        while let action = actions.popLast() {
+            switch action {
+            case .fill(let slot, let source):
+                let (made, owner) = request(source)
+                fill(&s, slot: slot, made, owner: owner)
+            case .authorize(let jwt):
+                // Under the lock, in the machine's order: never an older token after a
+                // newer one, and never after `destroy` (the machine asks for none then).
+                connection.setAuthorization(jwt)
+            case .submit(let slot, let resend):
+                let base = arena + slot * Lane.slotStride
+                let request = capns_request(tag: UInt64(slot), message: s.held[slot].message,
+                                            token: UnsafePointer(base), apns_id: UnsafePointer(base + Lane.tokenStride))
+                if resend { fx.resends.append(request) } else { fx.fresh.append(request) }
+            case .finish(let slot, let ending):
+                var done = Held()
+                swap(&done, &s.held[slot])   // moved out, the slot left empty: no copy, no retain
+                let result = DeliveryResult(token: done.token, apnsID: ending.attempts > 0 ? apnsID(slot) : nil,
+                                            uniqueID: ending.uniqueID, status: ending.status, reason: ending.reason,
+                                            timestamp: ending.timestamp, attempts: ending.attempts,
+                                            latency: ending.latency, error: ending.error)
+                if let owner = done.owner { fx.finals.append((owner, result, ending.unreachable)) }
+                capns_message_release(done.message)
+            case .retrying(let slot, let status, let reason, let error, let delay):
+                metrics.retries.increment()
+                if let delay, configuration.logger.logLevel <= .debug {
+                    configuration.logger.debug("retrying", metadata: [
+                        "apns-id": "\(apnsID(slot))", "status": "\(status)",
+                        "reason": "\(reason?.rawValue ?? error ?? "")", "delay": "\(delay)",
+                    ])
+                }
+            case .notSent(let caller, let why):
+                fx.finals.append((.caller(caller.continuation), notSent(caller.pending, why), false))
+            case .poke(let inbox):
+                fx.pokes.append(inbox)
+            case .drained:
+                fx.drained.append(contentsOf: s.drainWaiters)
+                s.drainWaiters.removeAll()
+            case .armTimer(let due):
+                fx.timer = due
+            case .logError(let message):
+                fx.errors.append(message)
+            }
+        }
+    }
+
+    /// How a caller handed a slot after waiting in line makes its request.
+    private static func waiterRequest(_ source: LaneRequestSource<WaitingCaller>) -> (Request, Owner) {
+        guard case .waiter(let w) = source else { preconditionFailure("only a waiting caller is handed a slot here") }
+        return (w.pending.request(), .caller(w.continuation))
+    }
+
+    private func fill(_ s: inout State, slot: Int, _ request: Request, owner: Owner) {
+        s.held[slot].token = request.token
+        s.held[slot].message = request.message
+        s.held[slot].owner = owner
         let base = arena + slot * Lane.slotStride
         var token = request.token   // validated: at most CAPNS_TOKEN_MAX bytes, so it fits
         token.withUTF8 { utf8 in
@@ -473,57 +483,7 @@ final class Lane: Sendable {
             }
             id[k] = 0
         } else {
-            writeRandomUUID(id, using: &s.rng)
-        }
-    }
-
-    /// Prepares these slots' requests for the transport (`settle` submits them once
-    /// the lock is let go), or ends them when it is gone. A slot counts its attempt
-    /// now: its answer can arrive before the submitting thread returns.
-    private func submit(_ s: inout State, _ run: some Collection<Int>, resend: Bool, _ fx: inout Effects) {
-        guard !run.isEmpty else { return }
-        guard !s.destroyed else {
-            for slot in run { finish(&s, slot, status: 0, reason: nil, error: APNsError.shutDown.description, &fx) }
-            return
-        }
-        let now = clock.now
-        if let refusal = s.keyRefusal {
-            if now < refusal.until {
-                for slot in run {
-                    finish(&s, slot, status: refusal.status, reason: refusal.reason, error: refusal.error, now: now, &fx)
-                }
-                return
-            }
-            s.keyRefusal = nil   // its hold ran out: these requests try the key again
-        }
-        let current: ProviderToken.Current
-        if let token = s.token, now < s.tokenRecheck {
-            current = token
-        } else {
-            do {
-                current = try providerToken.current()
-            } catch {
-                for slot in run { finish(&s, slot, status: 0, reason: nil, error: error.description, &fx) }
-                return
-            }
-            s.token = current
-            s.tokenRecheck = now + .seconds(1)
-        }
-        // Never an older token after a newer one: generations only go up here. Under
-        // the lock, which `destroy` takes to set `destroyed`, checked above.
-        if current.generation > s.installedGeneration {
-            connection.setAuthorization(current.jwt)
-            s.installedGeneration = current.generation
-        }
-        for slot in run {
-            let base = arena + slot * Lane.slotStride
-            let request = capns_request(tag: UInt64(slot), message: s.slots[slot].message,
-                                        token: UnsafePointer(base), apns_id: UnsafePointer(base + Lane.tokenStride))
-            if resend { fx.resends.append(request) } else { fx.fresh.append(request) }
-            s.slots[slot].attempts += 1
-            s.slots[slot].generation = current.generation
-            s.slots[slot].notProcessed = false
-            if s.slots[slot].firstSent == nil { s.slots[slot].firstSent = now }
+            writeRandomUUID(id, using: &s.machine.rng)
         }
     }
 
@@ -541,14 +501,16 @@ final class Lane: Sendable {
             fx.fresh.drain { send($0, resend: false) }
             if !refused.isEmpty {
                 locked { s in
-                    for slot in refused {
-                        // Never sent after all: the attempt counted in `submit` is undone.
-                        s.slots[slot].attempts -= 1
-                        if s.slots[slot].attempts == 0 { s.slots[slot].firstSent = nil }
-                        finish(&s, slot, status: 0, reason: nil, error: APNsError.shutDown.description, &fx)
-                    }
-                    submitStarts(&s, &fx)
+                    s.machine.transportRefused(refused, now: clock.now)
+                    perform(&s, &fx)
                 }
+            }
+        }
+        for message in fx.errors { configuration.logger.error("\(message)") }
+        if let due = fx.timer {
+            Task { [self] in
+                try? await Task.sleep(until: due, clock: .continuous)
+                fireRetries()
             }
         }
         fx.run(metrics)
@@ -567,16 +529,6 @@ final class Lane: Sendable {
         return taken
     }
 
-    /// Submits the slots filled for waiting callers, in one call. Ending a request
-    /// can fill another (when submitting fails), hence the loop.
-    private func submitStarts(_ s: inout State, _ fx: inout Effects) {
-        while !s.starts.isEmpty {
-            let run = s.starts
-            s.starts.removeAll()
-            submit(&s, run, resend: false, &fx)
-        }
-    }
-
     // MARK: - Answers (on the sender thread)
 
     private func complete(_ batch: UnsafeBufferPointer<capns_completion>) {
@@ -585,180 +537,21 @@ final class Lane: Sendable {
         // 256 reallocated and copied its ~40 KB of results eight times.
         fx.finals.reserveCapacity(batch.count)
         locked { s in
-            let now = clock.now
-            var resends: [Int] = [], again: [Int] = []
-            for c in batch {
-                let slot = c.slot
-                switch c.outcomeValue {
-                case CAPNS_ANSWERED:
-                    s.unreachable = nil
-                    answered(&s, slot, c, now: now, again: &again, &fx)
-                case CAPNS_NOT_PROCESSED:
-                    // The server did not act on it: send again at once, ahead of new requests.
-                    s.slots[slot].refusals += 1
-                    s.slots[slot].notProcessed = true
-                    retry(&s, slot, after: .zero, now: now, c, status: 0, again: &resends, &fx)
-                case CAPNS_TIMED_OUT:
-                    retry(&s, slot, after: backoff(&s, slot), now: now, c, status: 0, again: &again, &fx)
-                case CAPNS_CONNECT_FAILED:
-                    let slotState = s.slots[slot]
-                    if let unreachable = s.unreachable {
-                        finish(&s, slot, status: 0, reason: nil, error: unreachable, unreachable: true, &fx)
-                    } else if slotState.attempts - slotState.refusals >= configuration.retry.maxAttempts {
-                        // Attempts a server refused unprocessed (a GOAWAY, a reset) say nothing
-                        // about reaching it: only the others count towards giving up on it.
-                        let why = c.errorValue ?? "cannot connect to \(endpoint)"
-                        s.unreachable = why
-                        configuration.logger.error("\(why)")
-                        finish(&s, slot, status: 0, reason: nil, error: why, unreachable: true, &fx)
-                    } else {
-                        retry(&s, slot, after: backoff(&s, slot), now: now, c, status: 0, again: &again, &fx)
-                    }
-                default:
-                    finish(&s, slot, status: 0, reason: nil, error: c.errorValue ?? "cancelled", &fx)
-                }
-            }
-            submit(&s, resends, resend: true, &fx)
-            submit(&s, again, resend: false, &fx)
-            submitStarts(&s, &fx)
-            armTimer(&s)
+            s.machine.complete(batch.lazy.map { (slot: $0.slot, answer: $0.answer) }, now: clock.now)
+            perform(&s, &fx)
         }
         settle(&fx)
     }
 
-    private func answered(_ s: inout State, _ slot: Int, _ c: capns_completion, now: ContinuousClock.Instant,
-                          again: inout [Int], _ fx: inout Effects) {
-        let status = Int(c.status)
-        if status == 200 {
-            finish(&s, slot, status: 200, reason: nil, uniqueID: c.uniqueIDValue, now: now, &fx)
-            return
-        }
-        let reason = c.reasonValue
-        switch Disposition(status: status, reason: reason) {
-        case .final:
-            finish(&s, slot, status: status, reason: reason, timestamp: c.timestampValue,
-                   uniqueID: c.uniqueIDValue, now: now, &fx)
-        case .retryAfterBackoff:
-            retry(&s, slot, after: backoff(&s, slot), now: now, c, status: status, again: &again, &fx)
-        case .resendOnFreshConnection:
-            // The transport retired the connection that answered; the resend opens a
-            // fresh one, whose first push binds it to this lane's key. Once: a second
-            // such answer means the key itself is the trouble.
-            guard !s.slots[slot].resentOnFreshConnection, !s.slots[slot].cancelled else {
-                finish(&s, slot, status: status, reason: reason, uniqueID: c.uniqueIDValue, now: now, &fx)
-                return
-            }
-            s.slots[slot].resentOnFreshConnection = true
-            metrics.retries.increment()
-            again.append(slot)
-        case .keyRefused:
-            refuseKey(&s, status: status, reason: reason ?? .badEnvironmentKeyIdInToken, now: now, &fx)
-            finish(&s, slot, status: status, reason: reason, uniqueID: c.uniqueIDValue,
-                   error: s.keyRefusal?.error, now: now, &fx)
-        case .refreshTokenAndRetry:
-            do {
-                _ = try providerToken.expired(generation: s.slots[slot].generation)
-                s.token = nil   // the retry's submit reads the new one
-                retry(&s, slot, after: .zero, now: now, c, status: status, again: &again, &fx)
-            } catch {
-                finish(&s, slot, status: status, reason: reason, error: error.description, &fx)
-            }
-        }
-    }
+    // MARK: - Waiting for retries
 
-    /// APNs refused this lane's provider key for its environment: a configuration
-    /// error. Every request that would still be sent with it ends now, with one result
-    /// that names the key and the environment: those waiting for a retry's backoff
-    /// here, and (in `submit`) every one not sent yet. Requests already handed to the
-    /// transport get their own answer, which is final.
-    private func refuseKey(_ s: inout State, status: Int, reason: Reason, now: ContinuousClock.Instant,
-                           _ fx: inout Effects) {
-        guard s.keyRefusal == nil else { return }
-        let key = switch configuration.credentials {
-        case .token(let token): "provider key \(token.keyID) (team \(token.teamID))"
-        case .certificate: "the client certificate"
+    private func fireRetries() {
+        var fx = Effects()
+        locked { s in
+            s.machine.timerFired(now: clock.now)
+            perform(&s, &fx)
         }
-        let place = switch environment {
-        case .production: "the production environment"
-        case .sandbox: "the sandbox (development) environment"
-        case .custom: "the environment at \(endpoint)"
-        }
-        let error = "\(key) is not valid for \(place): APNs answered \(status) \(reason) (a key restricted to "
-            + "the other environment); use a key for this environment or for both. Nothing is sent with it "
-            + "for \(Lane.keyRefusalHold)"
-        configuration.logger.error("\(error)")
-        s.keyRefusal = KeyRefusal(status: status, reason: reason, error: error, until: now + Lane.keyRefusalHold)
-        let waiting = s.retries
-        s.retries.removeAll()
-        for r in waiting { finish(&s, r.slot, status: status, reason: reason, error: error, now: now, &fx) }
-    }
-
-    /// Schedules another attempt, or ends the request with its last answer when its
-    /// attempts are used up or its owner stopped waiting.
-    private func retry(_ s: inout State, _ slot: Int, after delay: Duration, now: ContinuousClock.Instant,
-                       _ last: capns_completion, status: Int, again: inout [Int], _ fx: inout Effects) {
-        let slotState = s.slots[slot]
-        let answered = slotState.attempts - slotState.refusals
-        guard answered < configuration.retry.maxAttempts, slotState.refusals <= Lane.maxRefusals,
-              !slotState.cancelled
-        else {
-            finish(&s, slot, status: status, reason: last.reasonValue, timestamp: last.timestampValue,
-                   error: status == 0 ? last.errorValue : nil, now: now, &fx)
-            return
-        }
-        metrics.retries.increment()
-        if configuration.logger.logLevel <= .debug {
-            configuration.logger.debug("retrying", metadata: [
-                "apns-id": "\(apnsID(slot))", "status": "\(status)",
-                "reason": "\(last.reasonValue?.rawValue ?? last.errorValue ?? "")", "delay": "\(delay)",
-            ])
-        }
-        if delay == .zero {
-            again.append(slot)
-        } else {
-            s.retries.append(Retry(due: now + delay, slot: slot))
-        }
-    }
-
-    private func backoff(_ s: inout State, _ slot: Int) -> Duration {
-        configuration.retry.backoff(afterAttempt: s.slots[slot].attempts, using: &s.rng)
-    }
-
-    /// Ends a request: its result goes to its owner, its slot to the next waiter.
-    private func finish(_ s: inout State, _ slot: Int, status: Int, reason: Reason?, timestamp: Int64? = nil,
-                        uniqueID: String? = nil, error: String? = nil, unreachable: Bool = false,
-                        now: ContinuousClock.Instant? = nil, _ fx: inout Effects) {
-        var done = Slot()
-        swap(&done, &s.slots[slot])   // moved out, the slot left empty: no copy, no retain
-        let latency = done.firstSent.map { (now ?? clock.now) - $0 } ?? .zero
-        let result = DeliveryResult(token: done.token, apnsID: done.attempts > 0 ? apnsID(slot) : nil,
-                                    uniqueID: uniqueID, status: status, reason: reason, timestamp: timestamp,
-                                    attempts: done.attempts, latency: latency, error: error)
-        if let owner = done.owner { fx.finals.append((owner, result, unreachable)) }
-        capns_message_release(done.message)
-        s.busy -= 1
-        release(&s, slot, &fx)
-    }
-
-    /// A freed slot goes to the first caller in line (batches before it are woken to
-    /// try again), else back to the free list.
-    private func release(_ s: inout State, _ slot: Int, _ fx: inout Effects) {
-        while let waiter = s.waiters.popFirst() {
-            switch waiter {
-            case .batch(let inbox):
-                fx.pokes.append(inbox)
-            case .caller(let id, let pending, let c):
-                s.busy += 1
-                fill(&s, slot: slot, pending.request(), owner: .caller(c), callerID: id)
-                s.starts.append(slot)
-                return
-            }
-        }
-        s.free.append(slot)
-        if s.busy == 0 {
-            fx.drained.append(contentsOf: s.drainWaiters)
-            s.drainWaiters.removeAll()
-        }
+        settle(&fx)
     }
 
     /// writeRandomUUID writes exactly CAPNS_UUID_LEN characters, as does a validated
@@ -768,47 +561,14 @@ final class Lane: Sendable {
         return String(decoding: UnsafeRawBufferPointer(start: id, count: Int(CAPNS_UUID_LEN)), as: UTF8.self)
     }
 
-    // MARK: - Waiting for retries
-
-    /// Makes sure something sends the retries when the earliest falls due.
-    private func armTimer(_ s: inout State) {
-        guard let earliest = s.retries.lazy.map(\.due).min() else { return }
-        if let due = s.timerDue, due <= earliest { return }
-        s.timerDue = earliest
-        Task { [self] in
-            try? await Task.sleep(until: earliest, clock: .continuous)
-            fireRetries()
-        }
-    }
-
-    private func fireRetries() {
-        var fx = Effects()
-        locked { s in
-            s.timerDue = nil
-            let now = clock.now
-            let (due, waiting) = s.retries.partitioned { $0.due <= now }
-            s.retries = waiting
-            submit(&s, due.map(\.slot), resend: false, &fx)
-            submitStarts(&s, &fx)
-            armTimer(&s)
-        }
-        settle(&fx)
-    }
-
     // MARK: - Shutdown
 
     /// Nothing new starts; waiting callers end at once, waiting batches are woken to see it.
     func close() {
         var fx = Effects()
         locked { s in
-            s.closed = true
-            while let waiter = s.waiters.popFirst() {
-                switch waiter {
-                case .batch(let inbox): fx.pokes.append(inbox)
-                case .caller(_, let pending, let c):
-                    fx.finals.append((.caller(c), notSent(pending, APNsError.shutDown.description), false))
-                }
-            }
+            s.machine.close()
+            perform(&s, &fx)
         }
         settle(&fx)
     }
@@ -817,7 +577,7 @@ final class Lane: Sendable {
     func drained() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let done = state.withLock { s -> Bool in
-                if s.busy == 0 { return true }
+                if s.machine.isDrained { return true }
                 s.drainWaiters.append(c)
                 return false
             }
@@ -827,7 +587,7 @@ final class Lane: Sendable {
 
     /// Frees the C sender; after this no C call is made (they end as shut down).
     func destroy() {
-        state.withLock { $0.destroyed = true }
+        state.withLock { $0.machine.destroy() }
         cGone.store(true, ordering: .sequentiallyConsistent)
         // A submit that read `cGone` false a moment ago is a C call of microseconds.
         while submitting.load(ordering: .sequentiallyConsistent) > 0 { sched_yield() }
@@ -864,15 +624,6 @@ func writeRandomUUID(_ out: UnsafeMutablePointer<CChar>, using rng: inout Reques
     }
 }
 
-extension Array {
-    /// The elements that match, and the rest, each in order.
-    func partitioned(_ matches: (Element) -> Bool) -> ([Element], [Element]) {
-        var yes: [Element] = [], no: [Element] = []
-        for e in self { if matches(e) { yes.append(e) } else { no.append(e) } }
-        return (yes, no)
-    }
-}
-
 extension Lane {
     /// What a lane holds now, for tests: after a drain every slot is free, holds no
     /// C message reference, and nobody waits.
@@ -886,8 +637,8 @@ extension Lane {
 
     var audit: Audit {
         state.withLock { s in
-            Audit(busy: s.busy, free: s.free.count, slotsHoldingMessages: s.slots.count { $0.message != nil },
-                  waiters: s.waiters.count, retries: s.retries.count)
+            Audit(busy: s.machine.busy, free: s.machine.free.count, slotsHoldingMessages: s.held.count { $0.message != nil },
+                  waiters: s.machine.waiters.count, retries: s.machine.retries.count)
         }
     }
 }
