@@ -54,11 +54,8 @@ demo: deps keys
 # A debug build: the service's dependencies take several times longer to build
 # optimized, a demo of a few requests does not need it, and make test builds the same.
 DEMO_SERVER_CONFIG ?= debug
-# Debug builds skip the index store, as make test's does (scripts/test.sh says why),
-# so that make test, demo-server and soak share one build.
-DEBUG_FLAGS = --disable-index-store
 demo-server: deps keys
-	@for product in apns-mock apns-server; do $(SWIFT) build -c $(DEMO_SERVER_CONFIG) $(DEBUG_FLAGS) --product $$product || exit; done
+	@for product in apns-mock apns-server; do $(SWIFT) build -c $(DEMO_SERVER_CONFIG) --product $$product || exit; done
 	@scripts/demo-server.sh "$$($(SWIFT) build -c $(DEMO_SERVER_CONFIG) --show-bin-path)" $(DEMO_DIR)
 
 # The phases, each timed, and the total: scripts/test.sh.
@@ -66,7 +63,7 @@ test: deps
 	SWIFT=$(SWIFT) scripts/test.sh
 
 soak: deps
-	$(SWIFT) build --build-tests $(DEBUG_FLAGS)
+	$(SWIFT) build --build-tests
 	APNS_SOAK=1 timeout 3600 $(SWIFT) test --skip-build
 	scripts/fuzz.sh
 	scripts/sanitize.sh

@@ -45,7 +45,7 @@ mkdir -p "$out"
 # That smaller manifest takes the versions the full one resolved and leaves
 # Package.resolved as it is.
 asan=(--sanitize=address -Xcc -fsanitize=undefined -Xcc -fno-sanitize-recover=undefined
-      --scratch-path "$out" --only-use-versions-from-resolved-file --disable-index-store)
+      --scratch-path "$out" --only-use-versions-from-resolved-file)
 if [ "$build" = 1 ] && [ "$swift_tests" = 1 ]; then
   [ -f Package.resolved ] || swift package resolve
   echo "== swift build --build-tests ${asan[*]} (APNS_CORE_ONLY)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make test: what CI runs, phase by phase, each timed (scripts/timed.sh), then the total.
 #   resolve      the package's dependencies, fetched once for both builds below
-#   build        swift build --build-tests --disable-index-store (debug)
+#   build        swift build --build-tests (debug)
 #   tests        the suite, less the engine's races and its fault matrix (ALONE)
 #   checks-build the fuzz harnesses and the sanitized build (fuzz.sh and sanitize.sh
 #                --build-only), compiled beside the build and the suite at the lowest
@@ -44,10 +44,9 @@ checks=$!
 trap 'kill -- -$checks 2>/dev/null' EXIT
 trap 'exit 130' INT TERM
 
-# No index store: indexing while building adds to every compile and serves only an
-# editor, whose language server indexes on its own (BENCHMARKS.md has the cost).
-# `make demo-server` and `make soak` build the same way, so they share this build.
-scripts/timed.sh build "$swift" build --build-tests --disable-index-store || failed build
+# With the index store, which costs compile time: on Linux the test bundle's list of
+# tests is read from it (--disable-index-store leaves the discovery step without units).
+scripts/timed.sh build "$swift" build --build-tests || failed build
 
 # The test bundle runs directly: `swift test --skip-build` would load and plan the
 # package again for every run (tens of CPU-seconds on two cores) and start the bundle

@@ -863,6 +863,7 @@ enum Schema {
         CREATE INDEX scheduled_notifications_finished ON scheduled_notifications (finished_at)
             WHERE state NOT IN ('scheduled', 'sending')
         """,
+        ])
 
     /// What the backend hears, and what the devices report.
     /// - `webhook_events`: one row per event and receiver (`endpoint`, its URL),
