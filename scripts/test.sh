@@ -36,10 +36,13 @@ failed() {
 scripts/timed.sh resolve "$swift" package resolve || failed resolve
 
 # Its own process group, so that a failed run stops the whole build, compilers included.
+# A new session is a new scheduling group too (Linux's autogroup), and groups share the
+# CPU equally whatever their processes' nice: the group itself is set to nice 19.
 mkdir -p .build
 log=.build/checks-build.log
-setsid nice -n 19 scripts/timed.sh checks-build \
-  bash -c 'scripts/fuzz.sh --build-only && scripts/sanitize.sh --short --build-only' >"$log" 2>&1 &
+setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null
+  exec nice -n 19 scripts/timed.sh checks-build \
+    bash -c "scripts/fuzz.sh --build-only && scripts/sanitize.sh --short --build-only"' >"$log" 2>&1 &
 checks=$!
 trap 'kill -- -$checks 2>/dev/null' EXIT
 trap 'exit 130' INT TERM
