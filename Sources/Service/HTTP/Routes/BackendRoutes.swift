@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 import Store
 
 /// The backend-facing API (an API key): registering for a user, sending a
@@ -157,23 +158,30 @@ struct BackendRoutes: Sendable {
     static let defaultPageSize = 1_000
     static let maxPageSize = 10_000
 
-    @Sendable func notification(_ request: Request, context: ServiceContext) async throws -> Response {
-        let id = context.parameters.get("id") ?? ""
-        let query = request.uri.queryParameters
-        var limit = BackendRoutes.defaultPageSize
+    /// A list's `?limit=` (1 to `maxPageSize`, default `defaultPageSize`) and `?after=`
+    /// (the previous page's `next`); a 400 naming the parameter otherwise.
+    static func page(_ query: FlatDictionary<Substring, Substring>) throws(APIError) -> (limit: Int, after: Int64?) {
+        var limit = defaultPageSize
         if let text = query["limit"] {
-            guard let n = Int(String(text)), (1...BackendRoutes.maxPageSize).contains(n) else {
-                throw APIError.badRequest("limit must be an integer from 1 to \(BackendRoutes.maxPageSize)")
+            guard let n = Int(String(text)), (1...maxPageSize).contains(n) else {
+                throw .badRequest("limit must be an integer from 1 to \(maxPageSize)")
             }
             limit = n
         }
         var after: Int64?
         if let text = query["after"] {
             guard let n = Int64(String(text)), n >= 0 else {
-                throw APIError.badRequest("after must be the 'next' of a previous page")
+                throw .badRequest("after must be the 'next' of a previous page")
             }
             after = n
         }
+        return (limit, after)
+    }
+
+    @Sendable func notification(_ request: Request, context: ServiceContext) async throws -> Response {
+        let id = context.parameters.get("id") ?? ""
+        let query = request.uri.queryParameters
+        let (limit, after) = try BackendRoutes.page(query)
         let body = try await BackendRoutes.notificationJSON(store, id: id, limit: limit, after: after)
         guard let body else {
             // Scheduled: not fanned out yet, or never to be (cancelled, superseded).

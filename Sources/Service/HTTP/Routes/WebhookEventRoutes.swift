@@ -24,20 +24,7 @@ struct WebhookEventRoutes: Sendable {
             }
             state = String(text)
         }
-        var limit = BackendRoutes.defaultPageSize
-        if let text = query["limit"] {
-            guard let n = Int(String(text)), (1...BackendRoutes.maxPageSize).contains(n) else {
-                throw APIError.badRequest("limit must be an integer from 1 to \(BackendRoutes.maxPageSize)")
-            }
-            limit = n
-        }
-        var after: Int64?
-        if let text = query["after"] {
-            guard let n = Int64(String(text)), n >= 0 else {
-                throw APIError.badRequest("after must be the 'next' of a previous page")
-            }
-            after = n
-        }
+        let (limit, after) = try BackendRoutes.page(query)
         // One more than asked tells whether there is a next page.
         var page = try await store.webhookEvents(state: state, limit: limit + 1, after: after)
         var next: Int64?
