@@ -86,10 +86,8 @@ extension SQLiteStore {
         try Int64.fetchOne(db, sql: "SELECT generation FROM device_changes") ?? 0
     }
 
-    /// The notification and each of its distinct payloads (a fan-out has one per
-    /// badge value); returns each delivery's payload row. The service shares one
-    /// array per payload, so the identity check of == usually answers before any
-    /// hashing.
+    /// The notification and each of its distinct payloads (`DistinctPayloads`);
+    /// returns each delivery's payload row.
     private static func insertNotification(_ db: Database, _ notification: NewNotification,
                                            _ deliveries: [NewDelivery], now: Int64) throws -> [Int64] {
         try db.execute(sql: """
@@ -97,29 +95,17 @@ extension SQLiteStore {
             VALUES (?, ?, ?, ?, ?, ?)
             """, arguments: [notification.id, notification.type, notification.entityType,
                              notification.entityID, notification.appType, now])
-        var payloadIDs: [[UInt8]: Int64] = [:]
-        var last: (bytes: [UInt8], id: Int64)?
-        var payloadOf = [Int64](repeating: 0, count: deliveries.count)
+        let distinct = DistinctPayloads(deliveries)
         let insertPayload = try db.cachedStatement(sql: """
             INSERT INTO payloads (notification_id, bytes) VALUES (?, ?)
             """)
-        for (i, d) in deliveries.enumerated() {
-            if let last, last.bytes == d.payload {
-                payloadOf[i] = last.id
-                continue
-            }
-            let id: Int64
-            if let known = payloadIDs[d.payload] {
-                id = known
-            } else {
-                try insertPayload.execute(arguments: [notification.id, Data(d.payload)])
-                id = db.lastInsertedRowID
-                payloadIDs[d.payload] = id
-            }
-            payloadOf[i] = id
-            last = (d.payload, id)
+        var ids: [Int64] = []
+        ids.reserveCapacity(distinct.payloads.count)
+        for payload in distinct.payloads {
+            try insertPayload.execute(arguments: [notification.id, Data(payload)])
+            ids.append(db.lastInsertedRowID)
         }
-        return payloadOf
+        return distinct.rows(ids)
     }
 
     /// Writes `deliveries` of `notification` (already written, with their payloads)
@@ -306,14 +292,9 @@ extension SQLiteStore {
             // statements per outcome only for the rare token changes.
             //
             // Leaving the outbox is the proof of holding it (see `Finishes`).
-            var left = Set<Int64>(minimumCapacity: outcomes.count)
-            let leave = try db.cachedStatement(sql: """
-                DELETE FROM outbox WHERE claimed_by = ? AND delivery_id IN (SELECT value FROM json_each(?))
-                RETURNING delivery_id
-                """)
-            let cursor = try Int64.fetchCursor(leave, arguments: [worker, jsonArray(outcomes.map(\.deliveryID))])
-            while let id = try cursor.next() { left.insert(id) }
-            let held = Finishes.held(outcomes, left: left)
+            let held = Finishes.held(outcomes, left: try Int64.fetchSet(
+                db.cachedStatement(sql: Statements.finishLeaveOutbox.sqlite),
+                arguments: [worker, jsonArray(outcomes.map(\.deliveryID))]))
 
             let finishedAt = now.databaseValue
             var recorded = Set<Int64>(minimumCapacity: held.count)

@@ -2,29 +2,15 @@ import Foundation
 import GRDB
 
 extension SQLiteStore: ScheduledSends {
-    static let scheduleColumns = """
-        id, kind, app_type, type, schedule_key, request, send_at, created_at, state, superseded_by, finished_at, error
-        """
-
-    static func scheduleRow(_ row: Row) -> ScheduleRow {
-        ScheduleRow(schedule: NewSchedule(id: row[0], kind: row[1], appType: row[2], type: row[3], scheduleKey: row[4],
-                                          request: Array(row[5] as Data), sendAt: row[6]),
-                    createdAt: row[7], state: row[8], supersededBy: row[9], finishedAt: row[10], error: row[11])
-    }
-
     public func schedule(_ s: NewSchedule, now: Int64) async throws(StoreError) -> String? {
         try await write("schedule a notification") { db in
             var superseded: String?
             if let key = s.scheduleKey {
-                superseded = try String.fetchOne(db, sql: """
-                    UPDATE scheduled_notifications SET state = 'superseded', superseded_by = ?, finished_at = ?
-                    WHERE app_type = ? AND schedule_key = ? AND state = 'scheduled' RETURNING id
-                    """, arguments: [s.id, now, s.appType, key])
+                superseded = try String.fetchOne(db, sql: Statements.supersedeSchedule.sqlite,
+                                                 arguments: [s.id, now, s.appType, key])
             }
-            try db.execute(sql: """
-                INSERT INTO scheduled_notifications (id, kind, app_type, type, schedule_key, request, send_at, created_at, state)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'scheduled')
-                """, arguments: [s.id, s.kind, s.appType, s.type, s.scheduleKey, Data(s.request), s.sendAt, now])
+            try db.execute(sql: Statements.insertSchedule.sqlite,
+                           arguments: [s.id, s.kind, s.appType, s.type, s.scheduleKey, Data(s.request), s.sendAt, now])
             return superseded
         }
     }
@@ -32,49 +18,34 @@ extension SQLiteStore: ScheduledSends {
     public func claimDueSchedules(worker: String, limit: Int, leaseMillis: Int64,
                                   now: Int64) async throws(StoreError) -> [ScheduleRow] {
         try await write("claim due schedules") { db in
-            let rows = try Row.fetchAll(db, sql: """
-                UPDATE scheduled_notifications SET state = 'sending', lease_owner = ?, lease_until = ?
-                WHERE id IN (SELECT id FROM scheduled_notifications
-                             WHERE (state = 'scheduled' AND send_at <= ?) OR (state = 'sending' AND lease_until <= ?)
-                             ORDER BY send_at LIMIT ?)
-                RETURNING \(Self.scheduleColumns)
-                """, arguments: [worker, now + leaseMillis, now, now, limit])
-            return rows.map(Self.scheduleRow).sorted { $0.schedule.sendAt < $1.schedule.sendAt }
+            try Row.fetchAll(db, sql: Statements.claimDueSchedules.sqlite,
+                             arguments: [worker, now + leaseMillis, now, limit])
+                .map(ScheduleRow.init).sorted { $0.schedule.sendAt < $1.schedule.sendAt }
         }
     }
 
     public func finishSchedule(id: String, worker: String, state: String, error: String?,
                                now: Int64) async throws(StoreError) -> Bool {
         try await write("finish a schedule") { db in
-            try db.execute(sql: """
-                UPDATE scheduled_notifications SET state = ?, error = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL
-                WHERE id = ? AND state = 'sending' AND lease_owner = ?
-                """, arguments: [state, error, now, id, worker])
-            return db.changesCount == 1
+            try !Row.fetchAll(db, sql: Statements.finishSchedule.sqlite, arguments: [state, error, now, id, worker]).isEmpty
         }
     }
 
     public func cancelSchedule(id: String, now: Int64) async throws(StoreError) -> ScheduleRow? {
         try await write("cancel a schedule") { db in
-            try db.execute(sql: """
-                UPDATE scheduled_notifications SET state = 'cancelled', finished_at = ? WHERE id = ? AND state = 'scheduled'
-                """, arguments: [now, id])
-            return try Row.fetchOne(db, sql: "SELECT \(Self.scheduleColumns) FROM scheduled_notifications WHERE id = ?",
-                                    arguments: [id]).map(Self.scheduleRow)
+            try db.execute(sql: Statements.cancelSchedule.sqlite, arguments: [now, id])
+            return try Row.fetchOne(db, sql: Statements.scheduleByID.sqlite, arguments: [id]).map(ScheduleRow.init)
         }
     }
 
     public func scheduled(id: String) async throws(StoreError) -> ScheduleRow? {
         try await read("read a schedule") { db in
-            try Row.fetchOne(db, sql: "SELECT \(Self.scheduleColumns) FROM scheduled_notifications WHERE id = ?",
-                             arguments: [id]).map(Self.scheduleRow)
+            try Row.fetchOne(db, sql: Statements.scheduleByID.sqlite, arguments: [id]).map(ScheduleRow.init)
         }
     }
 
     public func pendingSchedules() async throws(StoreError) -> Int {
-        try await read("count schedules") { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM scheduled_notifications WHERE state IN ('scheduled', 'sending')") ?? 0
-        }
+        try await read("count schedules") { db in try Int.fetchOne(db, sql: Statements.pendingSchedules) ?? 0 }
     }
 
     public func pruneSchedules(before cutoff: Int64, limit: Int) async throws(StoreError) -> Int {

@@ -20,7 +20,8 @@ struct SchemaStep: Sendable {
 /// The data model the steps arrive at, on both engines:
 /// - `deliveries` is the log, one row per (notification, device), written once when
 ///   enqueued. Its `state` is what the store itself decided: `pending` (to be sent),
-///   or `batched` / `superseded` when a hold settled it without a send of its own.
+///   `batched` / `superseded` when a hold settled it without a send of its own, or
+///   `cancelled` when the backend took it back before it went.
 /// - `outbox` holds the deliveries still to send (the claim path); a finish deletes
 ///   the row.
 /// - `results` holds APNs' answer for each delivery sent, written once by a finish.
@@ -28,7 +29,7 @@ struct SchemaStep: Sendable {
 /// - `device_use` is when each device was last delivered to (`devices.last_used_at`
 ///   is no longer used); `device_changes` counts changes to the facts a fan-out reads.
 enum Schema {
-    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15]
+    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16]
 
     /// PostgreSQL databases made before the history was one list numbered their steps
     /// on their own: a step there combined, or came in another place than, the steps
@@ -947,5 +948,92 @@ enum Schema {
         )
         """,
         "CREATE INDEX delivery_events_by_notification ON delivery_events (notification_id)",
+        ])
+
+    /// A new final state, `cancelled`: a delivery the backend took back
+    /// (`DELETE /v1/notifications/{id}`) before a worker claimed it.
+    ///
+    /// SQLite cannot change a CHECK in place: `deliveries` and the two tables that
+    /// refer to it (`outbox`, `holds`) are rebuilt by copy, as at v3: new tables,
+    /// copy, drop the children before their parent, rename (which rewrites the new
+    /// children's references to the final name), then the indexes again.
+    ///
+    /// PostgreSQL changes the CHECK in place.
+    static let v16 = SchemaStep(
+        number: 16, name: "cancelled deliveries",
+        sqlite: """
+        CREATE TABLE deliveries_v16 (
+            id                      INTEGER PRIMARY KEY,
+            notification_id         TEXT    NOT NULL REFERENCES notifications (id),
+            user_id                 TEXT    NOT NULL,
+            device_id               INTEGER NOT NULL,
+            token                   TEXT    NOT NULL,
+            environment             TEXT    NOT NULL,
+            apns_id                 TEXT    NOT NULL UNIQUE,
+            payload                 BLOB    NOT NULL,
+            push_type               TEXT    NOT NULL,
+            priority                INTEGER,
+            collapse_id             TEXT,
+            expiration              INTEGER,
+            state                   TEXT    NOT NULL DEFAULT 'pending'
+                                            CHECK (state IN ('pending', 'delivered', 'failed', 'batched', 'superseded',
+                                                             'cancelled')),
+            status                  INTEGER,
+            reason                  TEXT,
+            apns_timestamp          INTEGER,
+            attempts                INTEGER NOT NULL DEFAULT 0,
+            cross_environment_tried INTEGER NOT NULL DEFAULT 0,
+            created_at              INTEGER NOT NULL,
+            finished_at             INTEGER,
+            payload_id              INTEGER REFERENCES payloads (id),
+            not_before              INTEGER,
+            carried_by              INTEGER REFERENCES deliveries_v16 (id),
+            batched                 INTEGER
+        );
+        INSERT INTO deliveries_v16 (id, notification_id, user_id, device_id, token, environment, apns_id, payload,
+                                    push_type, priority, collapse_id, expiration, state, status, reason,
+                                    apns_timestamp, attempts, cross_environment_tried, created_at, finished_at,
+                                    payload_id, not_before, carried_by, batched)
+            SELECT id, notification_id, user_id, device_id, token, environment, apns_id, payload,
+                   push_type, priority, collapse_id, expiration, state, status, reason,
+                   apns_timestamp, attempts, cross_environment_tried, created_at, finished_at,
+                   payload_id, not_before, carried_by, batched
+            FROM deliveries;
+        CREATE TABLE outbox_v16 (
+            delivery_id  INTEGER PRIMARY KEY REFERENCES deliveries_v16 (id),
+            available_at INTEGER NOT NULL,
+            lease_until  INTEGER,
+            claimed_by   TEXT
+        );
+        INSERT INTO outbox_v16 (delivery_id, available_at, lease_until, claimed_by)
+            SELECT delivery_id, available_at, lease_until, claimed_by FROM outbox;
+        CREATE TABLE holds_v16 (
+            device_id   INTEGER NOT NULL,
+            kind        TEXT    NOT NULL CHECK (kind IN ('coalesce', 'defer')),
+            key         TEXT    NOT NULL,
+            delivery_id INTEGER NOT NULL REFERENCES deliveries_v16 (id),
+            closes_at   INTEGER NOT NULL,
+            PRIMARY KEY (device_id, kind, key)
+        ) WITHOUT ROWID;
+        INSERT INTO holds_v16 (device_id, kind, key, delivery_id, closes_at)
+            SELECT device_id, kind, key, delivery_id, closes_at FROM holds;
+        DROP TABLE holds;
+        DROP TABLE outbox;
+        DROP TABLE deliveries;
+        ALTER TABLE deliveries_v16 RENAME TO deliveries;
+        ALTER TABLE outbox_v16 RENAME TO outbox;
+        ALTER TABLE holds_v16 RENAME TO holds;
+        CREATE INDEX deliveries_by_notification ON deliveries (notification_id);
+        CREATE INDEX deliveries_by_carrier ON deliveries (carried_by) WHERE carried_by IS NOT NULL;
+        CREATE INDEX outbox_free ON outbox (available_at, delivery_id) WHERE claimed_by IS NULL;
+        CREATE INDEX outbox_leased ON outbox (lease_until) WHERE claimed_by IS NOT NULL;
+        CREATE INDEX holds_by_close ON holds (closes_at);
+        """,
+        postgres: [
+        "ALTER TABLE deliveries DROP CONSTRAINT deliveries_state_check",
+        """
+        ALTER TABLE deliveries ADD CONSTRAINT deliveries_state_check
+            CHECK (state IN ('pending', 'delivered', 'failed', 'batched', 'superseded', 'cancelled'))
+        """,
         ])
 }

@@ -95,24 +95,22 @@ extension SQLiteStore {
     public func completeNotifications(limit: Int, recheckMillis: Int64, now: Int64) async throws(StoreError) -> Int {
         let urls = webhookRouting.current.urls(for: .notificationCompleted)
         let due = try await read("read webhook checks") { db in
-            try Row.fetchAll(db, sql: """
-                SELECT notification_id, check_at FROM webhook_checks WHERE check_at <= ? ORDER BY check_at LIMIT ?
-                """, arguments: [now, limit]).map { (id: $0[0] as String, checkAt: $0[1] as Int64) }
+            try String.fetchAll(db, sql: """
+                SELECT notification_id FROM webhook_checks WHERE check_at <= ? ORDER BY check_at LIMIT ?
+                """, arguments: [now, limit])
         }
         var completed = 0
-        for check in due {
-            // A reader first, from the newest delivery back (the oldest are sent
-            // first): a large notification still sending is found pending at once,
-            // without holding the writer.
-            let pending = try await read("check notification \(check.id)") { db in
-                try Self.hasPending(db, check.id)
-            }
-            let done = try await write("complete notification \(check.id)") { db -> Bool in
-                if try pending || Self.hasPending(db, check.id) {
-                    // Unless a finish moved it since it was read.
-                    try db.execute(sql: """
-                        UPDATE webhook_checks SET check_at = ? WHERE notification_id = ? AND check_at = ?
-                        """, arguments: [now + recheckMillis, check.id, check.checkAt])
+        for id in due {
+            // Looked at under the writer: a finish or a cancel that ended the last
+            // pending delivery either committed before (and is seen here) or marks the
+            // check again after. (A look before taking the writer could be stale, and
+            // a mark in the same millisecond would not tell.) The look goes from the
+            // newest delivery back (the oldest are sent first), so a large
+            // notification still sending is found pending at once.
+            let done = try await write("complete notification \(id)") { db -> Bool in
+                if try Self.hasPending(db, id) {
+                    try db.execute(sql: "UPDATE webhook_checks SET check_at = ? WHERE notification_id = ?",
+                                   arguments: [now + recheckMillis, id])
                     return false
                 }
                 if !urls.isEmpty {
@@ -130,9 +128,9 @@ extension SQLiteStore {
                         FROM notifications n CROSS JOIN json_each(?2) e
                         WHERE n.id = ?1
                         ON CONFLICT DO NOTHING
-                        """, arguments: [check.id, jsonArray(urls), now])
+                        """, arguments: [id, jsonArray(urls), now])
                 }
-                try db.execute(sql: "DELETE FROM webhook_checks WHERE notification_id = ?", arguments: [check.id])
+                try db.execute(sql: "DELETE FROM webhook_checks WHERE notification_id = ?", arguments: [id])
                 return true
             }
             if done { completed += 1 }

@@ -20,20 +20,7 @@ struct Auth: Sendable {
         for i in key.indices { key[i] = UInt8.random(in: 0...255) }
         comparisonKey = key
         jwt = UserJWTVerifier(secret: jwtSecret, expected: jwtClaims)
-        apiKeyDigests = apiKeys.map { Auth.hmac(key: key, $0) }
-    }
-
-    static func hmac(key: [UInt8], _ data: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 32)
-        let rc = key.withUnsafeBufferPointer { k in
-            data.withUnsafeBufferPointer { d in
-                out.withUnsafeMutableBufferPointer { o in
-                    cservice_hmac_sha256(k.baseAddress, k.count, d.baseAddress, d.count, o.baseAddress)
-                }
-            }
-        }
-        precondition(rc == 0, "HMAC-SHA256 failed (out of memory)")
-        return out
+        apiKeyDigests = apiKeys.map { HMACSHA256.mac(key: key, $0) }
     }
 
     static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
@@ -53,7 +40,7 @@ struct Auth: Sendable {
     }
 
     func isAPIKey(_ credential: String) -> Bool {
-        let digest = Auth.hmac(key: comparisonKey, Array(credential.utf8))
+        let digest = HMACSHA256.mac(key: comparisonKey, Array(credential.utf8))
         // Every key is compared, so the time does not tell which one matched.
         var found = false
         for known in apiKeyDigests where Auth.equal(known, digest) { found = true }
@@ -102,7 +89,7 @@ struct UserJWTVerifier: Sendable {
         else { return .failure(.malformed) }
         guard header["alg"]?.stringValue == "HS256" else { return .failure(.algorithm) }
         let signingInput = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        let expected = Auth.hmac(key: secret, signingInput)
+        let expected = HMACSHA256.mac(key: secret, signingInput)
         guard Auth.equal(expected, signature) else { return .failure(.signature) }
 
         guard case .object = claims else { return .failure(.malformed) }

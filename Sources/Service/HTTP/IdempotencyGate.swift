@@ -111,19 +111,12 @@ struct IdempotencyGate: Sendable {
     /// The API key's keyed hash: stable across restarts and instances, and no use
     /// to anyone who reads the database.
     static func scope(_ credential: String) -> String {
-        hex(Auth.hmac(key: Array("apns-server idempotency scope".utf8), Array(credential.utf8)))
+        HMACSHA256.hex(HMACSHA256.mac(key: Array("apns-server idempotency scope".utf8), Array(credential.utf8)))
     }
 
     /// What must match for a key's later request to be "the same request".
     static func fingerprint(method: String, path: String, body: JSON) -> String {
-        hex(Auth.hmac(key: Array("apns-server idempotency request".utf8), Array("\(method) \(path)\n".utf8) + body.bytes))
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0xf)]) }
-        return String(decoding: out, as: UTF8.self)
+        HMACSHA256.hex(HMACSHA256.mac(key: Array("apns-server idempotency request".utf8),
+                                      Array("\(method) \(path)\n".utf8) + body.bytes))
     }
 }

@@ -3,7 +3,6 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import Store
-import Synchronization
 
 /// Sends the broadcasts recorded in the store's `broadcasts` table, each under a
 /// lease, and writes its one final entry (status, reason, apns-request-id,
@@ -22,7 +21,7 @@ final class BroadcastWorker: Service, Sendable {
     let wakeup: WorkerWakeup
     let logger: Logger
     private let worker = "broadcast-" + UUID().uuidString.prefix(8).lowercased()
-    private let stopping = Atomic<Bool>(false)
+    private let stopping = StopFlag()
     /// Broadcasts claimed per round.
     static let batch = 16
 
@@ -38,44 +37,30 @@ final class BroadcastWorker: Service, Sendable {
     var leaseMillis: Int64 { Int64(config.worker.leaseSeconds) * 1000 }
 
     func run() async throws {
-        await withGracefulShutdownHandler {
-            while !stopping.load(ordering: .acquiring) {
-                let claimed: [ClaimedBroadcast]
-                do {
-                    claimed = try await store.claimBroadcasts(worker: worker, limit: Self.batch, leaseMillis: leaseMillis,
-                                                              now: clock.nowMillis)
-                } catch {
-                    logger.error("broadcast claim failed", metadata: ["error": "\(error)"])
-                    await wakeup.wait(timeout: .seconds(1))
-                    continue
-                }
-                if claimed.isEmpty {
-                    await wakeup.wait(timeout: .milliseconds(config.worker.pollIntervalMillis))
-                    continue
-                }
-                // A round's broadcasts at once: each is one request, answered in parallel.
-                // The engine's retries can outlast a lease: it is renewed until the round ends.
-                let renewal = Task { [store, worker, leaseMillis, logger] in
-                    let ids = claimed.map(\.broadcast.id)
-                    while !Task.isCancelled {
-                        try? await Task.sleep(for: .milliseconds(max(100, leaseMillis / 3)))
-                        if Task.isCancelled { break }
-                        do {
-                            try await store.renewBroadcasts(worker: worker, ids: ids, leaseMillis: leaseMillis,
-                                                            now: clock.nowMillis)
-                        } catch {
-                            logger.warning("broadcast lease renewal failed", metadata: ["error": "\(error)"])
-                        }
+        await claimLoop("broadcast", stopping: stopping, wakeup: wakeup,
+                        poll: .milliseconds(config.worker.pollIntervalMillis), logger: logger) {
+            try await store.claimBroadcasts(worker: worker, limit: Self.batch, leaseMillis: leaseMillis,
+                                            now: clock.nowMillis)
+        } handle: { claimed in
+            // A round's broadcasts at once: each is one request, answered in parallel.
+            // The engine's retries can outlast a lease: it is renewed until the round ends.
+            let renewal = Task { [store, worker, leaseMillis, logger] in
+                let ids = claimed.map(\.broadcast.id)
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(max(100, leaseMillis / 3)))
+                    if Task.isCancelled { break }
+                    do {
+                        try await store.renewBroadcasts(worker: worker, ids: ids, leaseMillis: leaseMillis,
+                                                        now: clock.nowMillis)
+                    } catch {
+                        logger.warning("broadcast lease renewal failed", metadata: ["error": "\(error)"])
                     }
                 }
-                await withTaskGroup(of: Void.self) { group in
-                    for c in claimed { group.addTask { await self.send(c) } }
-                }
-                renewal.cancel()
             }
-        } onGracefulShutdown: {
-            self.stopping.store(true, ordering: .releasing)
-            self.wakeup.wake()
+            await withTaskGroup(of: Void.self) { group in
+                for c in claimed { group.addTask { await self.send(c) } }
+            }
+            renewal.cancel()
         }
         logger.info("broadcast worker stopped")
     }
@@ -106,7 +91,7 @@ final class BroadcastWorker: Service, Sendable {
         case 0 where result.attempts > 0 || result.reason == nil, 429, 500, 503:
             // No final answer: again later, until max_attempts.
             guard attempts < config.worker.maxAttempts else { break }
-            let delay = stopping.load(ordering: .acquiring) ? 0 : OutcomeSink.backoff(attempts: attempts, config: config.worker)
+            let delay = stopping.isSet ? 0 : OutcomeSink.backoff(attempts: attempts, config: config.worker)
             do {
                 try await store.releaseBroadcast(worker: worker, id: b.id, availableAt: now() + delay, now: now())
             } catch {

@@ -30,12 +30,7 @@ final class LogPruner: Service, Sendable {
 
     func run() async throws {
         // Idempotency keys always expire (`idempotency.retention_hours`), so it always runs.
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                await self.pruneOnce()
-                try? await Task.sleep(for: .seconds(self.config.retention.intervalSeconds))
-            }
-        }
+        await repeatUntilShutdown(every: .seconds(config.retention.intervalSeconds)) { await self.pruneOnce() }
     }
 
     /// Everything due now, a batch at a time; returns the log's total.

@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import Store
-import Synchronization
 
 /// Fans out scheduled notifications (`Scheduling`) when they are due: each is
 /// claimed under a lease, its stored request checked and fanned out as
@@ -23,7 +22,7 @@ final class ScheduleWorker: Service, Sendable {
     let logger: Logger
     private let pause = WorkerWakeup()
     private let worker = "schedule-" + UUID().uuidString.prefix(8).lowercased()
-    private let stopping = Atomic<Bool>(false)
+    private let stopping = StopFlag()
     static let batch = 16
 
     init(config: ServerConfig, store: any DeliveryStore, clock: any ServiceClock, metrics: ServiceMetrics,
@@ -39,27 +38,13 @@ final class ScheduleWorker: Service, Sendable {
     var leaseMillis: Int64 { Int64(config.worker.leaseSeconds) * 1000 }
 
     func run() async throws {
-        await withGracefulShutdownHandler {
-            while !stopping.load(ordering: .acquiring) {
-                let claimed: [ScheduleRow]
-                do {
-                    claimed = try await store.claimDueSchedules(worker: worker, limit: Self.batch,
-                                                                leaseMillis: leaseMillis, now: clock.nowMillis)
-                } catch {
-                    logger.error("schedule claim failed", metadata: ["error": "\(error)"])
-                    await pause.wait(timeout: .seconds(1))
-                    continue
-                }
-                // The poll interval is the lateness a send may have past its time.
-                if claimed.isEmpty {
-                    await pause.wait(timeout: .milliseconds(config.worker.pollIntervalMillis))
-                    continue
-                }
-                for row in claimed { await send(row) }
-            }
-        } onGracefulShutdown: {
-            self.stopping.store(true, ordering: .releasing)
-            self.pause.wake()
+        // The poll interval is the lateness a send may have past its time.
+        await claimLoop("schedule", stopping: stopping, wakeup: pause,
+                        poll: .milliseconds(config.worker.pollIntervalMillis), logger: logger) {
+            try await store.claimDueSchedules(worker: worker, limit: Self.batch, leaseMillis: leaseMillis,
+                                              now: clock.nowMillis)
+        } handle: { claimed in
+            for row in claimed { await send(row) }
         }
     }
 

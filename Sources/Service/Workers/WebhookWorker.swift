@@ -44,12 +44,7 @@ final class WebhookWorker: Service, Sendable {
         store.routeWebhooks(settings.routes)
         guard !settings.endpoints.isEmpty else {
             // Nothing to send; device reports still age out with the log.
-            await cancelWhenGracefulShutdown {
-                while !Task.isCancelled {
-                    await self.prune()
-                    try? await Task.sleep(for: .seconds(self.config.retention.intervalSeconds))
-                }
-            }
+            await repeatUntilShutdown(every: .seconds(config.retention.intervalSeconds)) { await self.prune() }
             return
         }
         let timeout = TimeAmount.milliseconds(Int64(settings.timeoutMillis))

@@ -45,7 +45,8 @@ public struct DeliveryView: Sendable, Hashable {
     public var environment: String
     /// "pending", "delivered" or "failed"; "batched" (a coalescing window's send
     /// carried it) or "superseded" (a later deferred delivery with its collapse key
-    /// replaced it): `carriedBy` names that delivery.
+    /// replaced it): `carriedBy` names that delivery; "cancelled" (the backend took
+    /// it back before it went).
     public var state: String
     public var apnsID: String
     public var status: Int?

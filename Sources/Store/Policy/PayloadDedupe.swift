@@ -13,3 +13,39 @@ struct SharedPayloads<Bytes: Equatable> {
         return payload
     }
 }
+
+/// An enqueue's payloads, each distinct one once (a fan-out has one per badge
+/// value), in the order they first appear, and which of them each delivery has.
+/// Each engine writes `payloads` as rows with its own statements and hands back
+/// their ids in the same order. A delivery is compared with the one before it
+/// first: the service shares one array per payload, so the identity check of ==
+/// usually answers before any hashing.
+struct DistinctPayloads {
+    /// The distinct payloads, in order of first appearance.
+    private(set) var payloads: [[UInt8]] = []
+    /// For each delivery, its payload's index in `payloads`.
+    private(set) var indexOf: [Int]
+
+    init(_ deliveries: [NewDelivery]) {
+        indexOf = [Int](repeating: 0, count: deliveries.count)
+        var known: [[UInt8]: Int] = [:]
+        for (i, d) in deliveries.enumerated() {
+            if i > 0, deliveries[i - 1].payload == d.payload {
+                indexOf[i] = indexOf[i - 1]
+                continue
+            }
+            if let index = known[d.payload] {
+                indexOf[i] = index
+            } else {
+                indexOf[i] = payloads.count
+                known[d.payload] = payloads.count
+                payloads.append(d.payload)
+            }
+        }
+    }
+
+    /// Each delivery's payload row, given the rows written for `payloads`, in order.
+    func rows(_ ids: [Int64]) -> [Int64] {
+        indexOf.map { ids[$0] }
+    }
+}

@@ -30,4 +30,106 @@ enum Statements {
                      false),
             coalesce(d.batched, 0)
             """)
+
+    /// A finish's first step (see `Finishes`): the batch's rows this worker still
+    /// holds leave the outbox; 1 the worker, 2 the delivery ids. Returns those that left.
+    static let finishLeaveOutbox = Spelling(
+        sqlite: """
+            DELETE FROM outbox WHERE claimed_by = ?1 AND delivery_id IN (SELECT value FROM json_each(?2))
+            RETURNING delivery_id
+            """,
+        postgres: """
+            DELETE FROM outbox WHERE claimed_by = $1 AND delivery_id = ANY($2::bigint[])
+            RETURNING delivery_id
+            """)
+
+    /// A cancel's first step (`CancelPlan`): of the notification's deliveries and the
+    /// carriers of its batched members, the outbox rows no worker holds; ?1/$1 the
+    /// notification. PostgreSQL locks them, so that a claim (SKIP LOCKED) passes them
+    /// by until the cancel commits; a row a claim took first is re-checked against
+    /// its new version and left out. SQLite's one writer needs no lock.
+    static let cancelFree = Spelling(
+        sqlite: """
+            SELECT o.delivery_id FROM outbox o
+            WHERE o.claimed_by IS NULL AND o.delivery_id IN (
+                SELECT id FROM deliveries WHERE notification_id = ?1
+                UNION
+                SELECT carried_by FROM deliveries WHERE notification_id = ?1 AND state = 'batched')
+            ORDER BY o.delivery_id
+            """,
+        postgres: """
+            SELECT o.delivery_id FROM outbox o
+            WHERE o.claimed_by IS NULL AND o.delivery_id IN (
+                SELECT id FROM deliveries WHERE notification_id = $1
+                UNION
+                SELECT carried_by FROM deliveries WHERE notification_id = $1 AND state = 'batched')
+            ORDER BY o.delivery_id
+            FOR UPDATE OF o
+            """)
+
+    /// A cancel's facts (read by `CancelFact`, in this order): the notification's
+    /// deliveries, the carriers of its batched members, and the members of the free
+    /// carriers; ?1/$1 the notification, ?2/$2 the free rows' ids.
+    static let cancelFacts = Spelling(
+        sqlite: """
+            SELECT d.id, d.notification_id, d.state, d.carried_by, coalesce(d.batched, 0),
+                   EXISTS (SELECT 1 FROM outbox o WHERE o.delivery_id = d.id),
+                   EXISTS (SELECT 1 FROM results r WHERE r.delivery_id = d.id)
+            FROM deliveries d
+            WHERE d.id IN (
+                SELECT id FROM deliveries WHERE notification_id = ?1
+                UNION
+                SELECT carried_by FROM deliveries WHERE notification_id = ?1 AND state = 'batched'
+                UNION
+                SELECT id FROM deliveries WHERE state = 'batched' AND carried_by IN (SELECT value FROM json_each(?2)))
+            ORDER BY d.id
+            """,
+        postgres: """
+            SELECT d.id, d.notification_id, d.state, d.carried_by, coalesce(d.batched, 0),
+                   EXISTS (SELECT 1 FROM outbox o WHERE o.delivery_id = d.id),
+                   EXISTS (SELECT 1 FROM results r WHERE r.delivery_id = d.id)
+            FROM deliveries d
+            WHERE d.id IN (
+                SELECT id FROM deliveries WHERE notification_id = $1
+                UNION
+                SELECT carried_by FROM deliveries WHERE notification_id = $1 AND state = 'batched'
+                UNION
+                SELECT id FROM deliveries WHERE state = 'batched' AND carried_by = ANY($2::bigint[]))
+            ORDER BY d.id
+            """)
+
+    /// `CancelPlan.cancel`: ?1/$1 now, ?2/$2 the ids. A cancelled member no longer
+    /// names a carrier: the carrier's send is not its own any more.
+    static let cancelDeliveries = Spelling(
+        sqlite: """
+            UPDATE deliveries SET state = 'cancelled', finished_at = ?1, carried_by = NULL
+            WHERE id IN (SELECT value FROM json_each(?2))
+            """,
+        postgres: """
+            UPDATE deliveries SET state = 'cancelled', finished_at = $1, carried_by = NULL
+            WHERE id = ANY($2::bigint[])
+            """)
+
+    /// `CancelPlan.leave`: ?1/$1 the ids.
+    static let cancelLeaveOutbox = Spelling(
+        sqlite: "DELETE FROM outbox WHERE delivery_id IN (SELECT value FROM json_each(?1))",
+        postgres: "DELETE FROM outbox WHERE delivery_id = ANY($1::bigint[])")
+
+    /// `CancelPlan.Recarry`: ?1/$1 the carrier, ?2/$2 the member it takes after,
+    /// ?3/$3 how many members it carries now.
+    static let recarry = Spelling(
+        sqlite: """
+            UPDATE deliveries
+            SET (notification_id, payload_id, push_type, priority, expiration) =
+                (SELECT notification_id, payload_id, push_type, priority, expiration FROM deliveries WHERE id = ?2),
+                batched = ?3
+            WHERE id = ?1
+            """,
+        postgres: """
+            UPDATE deliveries
+            SET (notification_id, payload_id, push_type, priority, expiration) =
+                (SELECT notification_id, payload_id, push_type, priority, expiration FROM deliveries WHERE id = $2),
+                batched = $3::integer
+            WHERE id = $1
+            """)
 }

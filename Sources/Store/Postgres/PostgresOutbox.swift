@@ -32,32 +32,18 @@ extension PostgresStore {
                 """)
             guard !deliveries.isEmpty else { return [] }
 
-            // Each distinct payload once (a fan-out has one per badge value). Ids come
-            // from the sequence first, so that one INSERT writes them all and each
-            // delivery knows its payload's id without reading rows back.
-            var payloadIndex: [[UInt8]: Int] = [:]
-            var distinct: [[UInt8]] = []
-            var payloadOf = [Int](repeating: 0, count: deliveries.count)
-            for (i, d) in deliveries.enumerated() {
-                if i > 0, deliveries[i - 1].payload == d.payload {
-                    payloadOf[i] = payloadOf[i - 1]
-                    continue
-                }
-                if let known = payloadIndex[d.payload] {
-                    payloadOf[i] = known
-                } else {
-                    payloadOf[i] = distinct.count
-                    payloadIndex[d.payload] = distinct.count
-                    distinct.append(d.payload)
-                }
-            }
+            // Each distinct payload once (`DistinctPayloads`). Ids come from the
+            // sequence first, so that one INSERT writes them all and each delivery
+            // knows its payload's id without reading rows back.
+            let distinct = DistinctPayloads(deliveries)
             let payloadIDs = try await db.rows("""
-                SELECT nextval('payloads_id_seq') FROM generate_series(1, \(distinct.count))
+                SELECT nextval('payloads_id_seq') FROM generate_series(1, \(distinct.payloads.count))
                 """).map { try $0.get(0, Int64.self) }
             try await db.run("""
                 INSERT INTO payloads (id, notification_id, bytes)
-                SELECT id, \(notification.id), bytes FROM unnest(\(payloadIDs)::bigint[], \(distinct.map { ByteBuffer(bytes: $0) })::bytea[]) AS p (id, bytes)
+                SELECT id, \(notification.id), bytes FROM unnest(\(payloadIDs)::bigint[], \(distinct.payloads.map { ByteBuffer(bytes: $0) })::bytea[]) AS p (id, bytes)
                 """)
+            let payloadOf = distinct.rows(payloadIDs)
 
             // Multi-row VALUES: the nullable columns (priority, collapse id, expiration)
             // cannot travel in the arrays postgres-nio encodes.
@@ -77,7 +63,7 @@ extension PostgresStore {
                     binds.append(d.token)
                     binds.append(d.environment)
                     binds.append(d.apnsID)
-                    binds.append(payloadIDs[payloadOf[i]])
+                    binds.append(payloadOf[i])
                     binds.append(d.pushType)
                     binds.append(d.priority.map(Int64.init))
                     binds.append(d.collapseID)
@@ -123,7 +109,7 @@ extension PostgresStore {
                 }
             } else {
                 try await Self.applyHolds(db, notificationID: notification.id, deliveries,
-                                          payloadOf: payloadOf.map { payloadIDs[$0] }, now: now)
+                                          payloadOf: payloadOf, now: now)
                 // Members of a window (batched) never go out themselves; carriers do.
                 try await db.run("""
                     INSERT INTO outbox (delivery_id, available_at)
@@ -237,14 +223,12 @@ extension PostgresStore {
         let webhooks = webhookRouting.current
         return try await transaction("finish deliveries") { db in
             // Leaving the outbox is the proof of holding it (see `Finishes`).
-            var left = Set<Int64>(minimumCapacity: outcomes.count)
-            for row in try await db.rows("""
-                DELETE FROM outbox WHERE claimed_by = \(worker) AND delivery_id = ANY(\(outcomes.map(\.deliveryID)))
-                RETURNING delivery_id
-                """) {
-                left.insert(try row.get(0, Int64.self))
-            }
-            let held = Finishes.held(outcomes, left: left)
+            var leave = PostgresBindings(capacity: 2)
+            leave.append(worker)
+            leave.append(outcomes.map(\.deliveryID))
+            let held = Finishes.held(outcomes, left: Set(
+                try await db.rows(PostgresQuery(unsafeSQL: Statements.finishLeaveOutbox.postgres, binds: leave))
+                    .map { try $0.get(0, Int64.self) }))
 
             var deviceOf: [Int64: Int64] = [:]
             deviceOf.reserveCapacity(held.count)

@@ -129,23 +129,32 @@ struct BackendRoutes: Sendable {
         return .init(status: .accepted, body: Scheduling.accepted(id: id, when: when, superseded: superseded))
     }
 
-    /// `DELETE /v1/notifications/{id}`: a scheduled notification not yet sent
-    /// becomes `cancelled` and is never sent. One already sent (or never scheduled)
-    /// is a 409: its deliveries are APNs' already.
+    /// `DELETE /v1/notifications/{id}`: what has not gone yet never goes. A scheduled
+    /// notification not yet fanned out becomes `cancelled`. Of one fanned out, every
+    /// delivery still waiting (due, held by quiet hours or a window, or back for a
+    /// retry) becomes `cancelled`; what went already or a worker holds now is counted
+    /// in the answer and left to finish.
     @Sendable func cancel(_ request: Request, context: ServiceContext) async throws -> Response {
         let id = context.parameters.get("id") ?? ""
-        guard let row = try await store.cancelSchedule(id: id, now: clock.nowMillis) else {
-            guard try await store.notification(id: id, limit: 1, after: nil) != nil else {
-                throw APIError.notFound("notification not found")
+        let now = clock.nowMillis
+        if let row = try await store.cancelSchedule(id: id, now: now) {
+            switch row.state {
+            case "cancelled": return JSONResponse.ok(Scheduling.json(row))
+            case "sent": break
+            case "superseded": throw APIError.conflict("the notification was superseded by \(row.supersededBy ?? "a newer one") (same schedule_key): cancel that one")
+            case "failed": throw APIError.conflict("the notification failed at its time: \(row.error ?? "refused")")
+            default: throw APIError.conflict("the notification is being fanned out right now: send the cancel again in a moment")
             }
-            throw APIError.conflict("the notification was not scheduled: it was sent when posted")
         }
-        switch row.state {
-        case "cancelled": return JSONResponse.ok(Scheduling.json(row))
-        case "superseded": throw APIError.conflict("the notification was superseded by \(row.supersededBy ?? "a newer one") (same schedule_key): cancel that one")
-        case "failed": throw APIError.conflict("the notification failed at its time: \(row.error ?? "refused")")
-        default: throw APIError.conflict("the notification is being sent or has been sent: too late to cancel")
+        guard let found = try await store.cancelDeliveries(notificationID: id, now: now) else {
+            throw APIError.notFound("notification not found")
         }
+        return JSONResponse.ok(.object([
+            ("notification_id", .string(id)),
+            ("cancelled", .int(found.cancelled)),
+            ("already_sent", .int(found.alreadySent)),
+            ("in_flight", .int(found.inFlight)),
+        ]))
     }
 
     var idempotency: IdempotencyGate {
@@ -206,12 +215,14 @@ struct BackendRoutes: Sendable {
     static func json(_ view: NotificationView, engagement: NotificationEngagement = NotificationEngagement()) -> JSON {
         let delivered = view.counts["delivered", default: 0], failed = view.counts["failed", default: 0]
         let batched = view.counts["batched", default: 0], superseded = view.counts["superseded", default: 0]
-        let pending = view.counts.values.reduce(0, +) - delivered - failed - batched - superseded
+        let cancelled = view.counts["cancelled", default: 0]
+        let pending = view.counts.values.reduce(0, +) - delivered - failed - batched - superseded - cancelled
         var summary: [(String, JSON)] = [("pending", .int(pending)), ("delivered", .int(delivered)), ("failed", .int(failed))]
         // Only when there are some: a notification without quiet hours or batching
         // keeps the summary it always had (pending, delivered, failed).
         if batched > 0 { summary.append(("batched", .int(batched))) }
         if superseded > 0 { summary.append(("superseded", .int(superseded))) }
+        if cancelled > 0 { summary.append(("cancelled", .int(cancelled))) }
         // What devices reported (receipts and opens), once any did.
         if engagement.received > 0 {
             summary.append(("received", .int(engagement.received)))

@@ -40,10 +40,10 @@ struct MetricsToken: Sendable {
         var key = [UInt8](repeating: 0, count: 32)
         for i in key.indices { key[i] = UInt8.random(in: 0...255) }
         self.key = key
-        digest = Auth.hmac(key: key, token)
+        digest = HMACSHA256.mac(key: key, token)
     }
 
     func matches(_ credential: String) -> Bool {
-        Auth.equal(Auth.hmac(key: key, Array(credential.utf8)), digest)
+        Auth.equal(HMACSHA256.mac(key: key, Array(credential.utf8)), digest)
     }
 }
