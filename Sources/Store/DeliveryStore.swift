@@ -12,7 +12,8 @@
 /// service checks: `sharedOutbox` (other instances enqueue into the same outbox).
 public protocol DeliveryStore: DeviceRegistry, PreferenceStore, OutboxStore, DeliveryLogStore, RetentionStore,
                                LiveActivityStore, ChannelStore,
-                               IdempotencyKeys, ScheduledSends, WebhookEventStore, NotificationEventStore {
+                               IdempotencyKeys, ScheduledSends, WebhookEventStore, NotificationEventStore,
+                               SupportViewStore {
     /// Creates or upgrades the schema (versioned, idempotent, safe when several
     /// instances start at once).
     func migrate() async throws(StoreError)

@@ -28,7 +28,7 @@ struct SchemaStep: Sendable {
 /// - `device_use` is when each device was last delivered to (`devices.last_used_at`
 ///   is no longer used); `device_changes` counts changes to the facts a fan-out reads.
 enum Schema {
-    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15]
+    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16]
 
     /// PostgreSQL databases made before the history was one list numbered their steps
     /// on their own: a step there combined, or came in another place than, the steps
@@ -948,4 +948,11 @@ enum Schema {
         """,
         "CREATE INDEX delivery_events_by_notification ON delivery_events (notification_id)",
         ])
+
+    /// A user's deliveries, newest first (support's look-up of a user), without
+    /// reading the whole log.
+    static let v16 = SchemaStep(
+        number: 16, name: "deliveries by user",
+        sqlite: "CREATE INDEX deliveries_by_user ON deliveries (user_id, id)",
+        postgres: ["CREATE INDEX deliveries_by_user ON deliveries (user_id, id)"])
 }
