@@ -19,7 +19,7 @@
 
 SWIFT      ?= swift
 CONFIG     ?= release
-DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev nghttp2-client nghttp2-server openssl curl python3 time tzdata tinyproxy-bin postgresql
+DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev nghttp2-client nghttp2-server openssl curl python3 time tzdata tinyproxy-bin postgresql chromium chromium-driver
 DEMO_DIR   := .demo
 
 .PHONY: all deps build demo demo-server test soak keys clean bench bench-server bench-scaleout fuzz sanitize

@@ -29,7 +29,7 @@ struct SchemaStep: Sendable {
 /// - `device_use` is when each device was last delivered to (`devices.last_used_at`
 ///   is no longer used); `device_changes` counts changes to the facts a fan-out reads.
 enum Schema {
-    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16]
+    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17]
 
     /// PostgreSQL databases made before the history was one list numbered their steps
     /// on their own: a step there combined, or came in another place than, the steps
@@ -1036,4 +1036,11 @@ enum Schema {
             CHECK (state IN ('pending', 'delivered', 'failed', 'batched', 'superseded', 'cancelled'))
         """,
         ])
+
+    /// A user's deliveries, newest first (support's look-up of a user), without
+    /// reading the whole log.
+    static let v17 = SchemaStep(
+        number: 17, name: "deliveries by user",
+        sqlite: "CREATE INDEX deliveries_by_user ON deliveries (user_id, id)",
+        postgres: ["CREATE INDEX deliveries_by_user ON deliveries (user_id, id)"])
 }

@@ -11,9 +11,12 @@ final class ServiceMetrics: Sendable {
     let outboxDepth: Prometheus.Gauge
     let outboxWaiting: Prometheus.Gauge
     let known: [String: Set<String>]
+    /// The same outcomes, second by second over the last hour (the console's chart).
+    let rates: DeliveryRates
 
-    init(registry: PrometheusCollectorRegistry, config: ServerConfig) {
+    init(registry: PrometheusCollectorRegistry, config: ServerConfig, clock: any ServiceClock = SystemClock()) {
         self.registry = registry
+        rates = DeliveryRates(clock: clock)
         latency = registry.makeDurationHistogram(
             descriptor: .init(namespace: "apns_server", metricName: "delivery_latency", unitName: "seconds",
                               helpText: "From sending a delivery to APNs' final answer (engine retries included)"),
@@ -36,6 +39,7 @@ final class ServiceMetrics: Sendable {
         counter("apns_server_deliveries_total", "Deliveries that reached a final state",
                 [("app", app), ("type", typeLabel), ("result", delivered ? "delivered" : "failed"),
                  ("reason", delivered ? "Success" : (reason ?? "Unknown"))]).increment(by: Int64(count))
+        rates.record(delivered: delivered, reason: reason, count: count)
     }
 
     /// A delivery given back to the outbox for a later attempt (no answer, or APNs busy).

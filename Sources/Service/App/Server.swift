@@ -127,6 +127,9 @@ public enum APNsServer {
                       worker: broadcastWakeup).register(on: router)
         NotificationEventRoutes(store: store, clock: clock, body: body, auth: auth, metrics: metrics).register(on: router)
         WebhookEventRoutes(store: store, auth: auth).register(on: router)
+        SupportRoutes(config: config, store: store, clock: clock, body: body, auth: auth, metrics: metrics,
+                      worker: wakeup).register(on: router)
+        if config.console { ConsoleRoutes().register(on: router) }
         return router
     }
 

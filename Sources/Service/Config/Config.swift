@@ -49,6 +49,8 @@ public struct ServerConfig: Sendable {
     var metricsToken: [UInt8]?
     /// How often the outbox gauges of `/metrics` are counted (never per scrape).
     public var metricsRefreshMillis = 5000
+    /// The support console at `/console` (static pages on the API); false: no such path.
+    public var console = true
 
     public struct WorkerConfig: Sendable {
         /// Deliveries one claim takes.

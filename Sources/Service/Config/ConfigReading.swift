@@ -177,6 +177,7 @@ extension ServerConfig {
             metricsToken = try readMetricsToken(metricsTokenPath!)
         }
         let webhooks = try parseWebhooks(&reader)
+        let console = try reader.bool("console", default: true)
         try reader.rejectUnknown()
 
         var config = ServerConfig(listenHost: host, listenPort: port, database: parsedDatabase, apiKeys: apiKeys,
@@ -199,6 +200,7 @@ extension ServerConfig {
         config.metricsRefreshMillis = metricsRefresh
         config.metricsToken = metricsToken
         config.webhooks = webhooks
+        config.console = console
         return config
     }
 

@@ -213,10 +213,22 @@ struct BackendRoutes: Sendable {
     // Built outside the async handler: Swift 6.3's optimizer crashed splitting the
     // handler's coroutine with this literal inside it (release builds only).
     static func json(_ view: NotificationView, engagement: NotificationEngagement = NotificationEngagement()) -> JSON {
-        let delivered = view.counts["delivered", default: 0], failed = view.counts["failed", default: 0]
-        let batched = view.counts["batched", default: 0], superseded = view.counts["superseded", default: 0]
-        let cancelled = view.counts["cancelled", default: 0]
-        let pending = view.counts.values.reduce(0, +) - delivered - failed - batched - superseded - cancelled
+        .object([
+            ("notification_id", .string(view.id)),
+            ("type", .string(view.type)),
+            ("entity_id", view.entityID.map(JSON.string) ?? .null),
+            ("created_at", Timestamp.json(view.createdAt)),
+            ("summary", summary(view.counts, engagement: engagement)),
+            ("deliveries", .array(view.deliveries.map { BackendRoutes.json($0, reported: engagement.times[$0.apnsID]) })),
+        ] + (view.next.map { [("next", JSON.string(String($0)))] } ?? []))
+    }
+
+    /// A notification's deliveries counted by state (all of them, not one page's).
+    static func summary(_ counts: [String: Int], engagement: NotificationEngagement = NotificationEngagement()) -> JSON {
+        let delivered = counts["delivered", default: 0], failed = counts["failed", default: 0]
+        let batched = counts["batched", default: 0], superseded = counts["superseded", default: 0]
+        let cancelled = counts["cancelled", default: 0]
+        let pending = counts.values.reduce(0, +) - delivered - failed - batched - superseded - cancelled
         var summary: [(String, JSON)] = [("pending", .int(pending)), ("delivered", .int(delivered)), ("failed", .int(failed))]
         // Only when there are some: a notification without quiet hours or batching
         // keeps the summary it always had (pending, delivered, failed).
@@ -228,14 +240,7 @@ struct BackendRoutes: Sendable {
             summary.append(("received", .int(engagement.received)))
             summary.append(("opened", .int(engagement.opened)))
         }
-        return .object([
-            ("notification_id", .string(view.id)),
-            ("type", .string(view.type)),
-            ("entity_id", view.entityID.map(JSON.string) ?? .null),
-            ("created_at", Timestamp.json(view.createdAt)),
-            ("summary", .object(summary)),
-            ("deliveries", .array(view.deliveries.map { BackendRoutes.json($0, reported: engagement.times[$0.apnsID]) })),
-        ] + (view.next.map { [("next", JSON.string(String($0)))] } ?? []))
+        return .object(summary)
     }
 
     @Sendable func delivery(_ request: Request, context: ServiceContext) async throws -> Response {

@@ -1,0 +1,36 @@
+import HTTPTypes
+import Hummingbird
+
+/// The support console: three static files compiled into the binary (no bundle
+/// beside it, nothing fetched from elsewhere), served at `/console`. They hold no
+/// data and no secret: every figure on the page comes from the backend API, with
+/// the API key the engineer types, kept in the tab's sessionStorage and sent as
+/// the bearer. So the pages need no credential, and the API answers a wrong key
+/// with the same 401 it gives anyone.
+struct ConsoleRoutes: Sendable {
+    func register(on router: Router<ServiceContext>) {
+        let page = Self.response(ConsolePage.html, type: "text/html; charset=utf-8")
+        // "/console/" too: the router reads a path's parts, not its trailing slash.
+        router.get("console") { _, _ in page }
+        router.get("console/console.css") { _, _ in Self.response(ConsoleStyle.css, type: "text/css; charset=utf-8") }
+        router.get("console/console.js") { _, _ in
+            Self.response(ConsoleScript.js, type: "text/javascript; charset=utf-8")
+        }
+    }
+
+    /// No inline script or style, nothing from another origin, never in a frame
+    /// (clickjacking a page that sends pushes), no form that submits (the key is
+    /// never in a URL), and no Referer carrying the page's address elsewhere.
+    static let contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        + "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+    static func response(_ text: String, type: String) -> Response {
+        var headers: HTTPFields = [.contentType: type, .cacheControl: "no-cache"]
+        headers[HTTPField.Name("Content-Security-Policy")!] = contentSecurityPolicy
+        headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
+        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+        headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        headers[HTTPField.Name("Cross-Origin-Opener-Policy")!] = "same-origin"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+}
