@@ -1,5 +1,6 @@
 import APNsMock
 import Foundation
+import Store
 import Testing
 import TestSupport
 
@@ -10,24 +11,31 @@ enum ServerStore: String, CaseIterable, Sendable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 }
 
-/// One PostgreSQL cluster for a suite (`@Suite(.serverPostgres)`), stopped after its
-/// last test; each server gets a new database on it.
+/// The PostgreSQL cluster a suite's servers make their databases on
+/// (`@Suite(.serverPostgres)`): the test process's one (`PostgresCluster.shared()`),
+/// stopped when the process ends; each server gets a new database on it.
 struct ServerPostgresTrait: SuiteTrait, TestScoping {
     var isRecursive: Bool { false }
 
     func provideScope(for test: Test, testCase: Test.Case?,
                       performing function: @Sendable () async throws -> Void) async throws {
-        let cluster = try await PostgresCluster.make()
-        do {
-            try await ServerPostgresTrait.$current.withValue(cluster) { try await function() }
-        } catch {
-            await cluster.stopOffPool()
-            throw error
-        }
-        await cluster.stopOffPool()
+        let cluster = try await PostgresCluster.shared()
+        try await ServerPostgresTrait.$current.withValue(cluster) { try await function() }
     }
 
     @TaskLocal static var current: PostgresCluster?
+
+    /// A new database on the suite's cluster at the current schema (a copy of a
+    /// template migrated once for the run): the server's own migration at start-up
+    /// finds nothing to do. Tests of the migration itself take `newDatabase()`.
+    static func newDatabase() async throws -> String {
+        let cluster = try #require(current, "the suite needs the .serverPostgres trait")
+        return try await cluster.newDatabase(template: "migrated") { url in
+            let store = try PostgresStore(url: url)
+            try await store.migrate()
+            await store.close()
+        }
+    }
 }
 
 extension Trait where Self == ServerPostgresTrait {
@@ -36,15 +44,14 @@ extension Trait where Self == ServerPostgresTrait {
 
 /// The application in process on `store` (PostgreSQL: a new database on the
 /// suite's cluster, reached with sslmode=disable on loopback), stopped after `body`.
-func withServer<T>(_ store: ServerStore, production: MockServer? = nil,
+func withServer<T>(_ store: ServerStore, sandbox: MockServer? = nil, production: MockServer? = nil,
                    options: ServerProcess.Options = ServerProcess.Options(),
                    _ body: (InProcessServer) async throws -> T) async throws -> T {
     var options = options
     if store == .postgres {
-        let cluster = try #require(ServerPostgresTrait.current, "the suite needs the .serverPostgres trait")
-        options.database = try await cluster.newDatabase()
+        options.database = try await ServerPostgresTrait.newDatabase()
     }
-    let server = InProcessServer(sandbox: nil, production: production, options: options)
+    let server = InProcessServer(sandbox: sandbox, production: production, options: options)
     try await server.start()
     do {
         let result = try await body(server)

@@ -13,8 +13,7 @@ func withClockedServer<T>(_ store: ServerStore, production: MockServer?, clock: 
                           _ body: (InProcessServer) async throws -> T) async throws -> T {
     var options = options
     if store == .postgres {
-        let cluster = try #require(ServerPostgresTrait.current, "the suite needs the .serverPostgres trait")
-        options.database = try await cluster.newDatabase()
+        options.database = try await ServerPostgresTrait.newDatabase()
     }
     let server = InProcessServer(sandbox: nil, production: production, options: options, clock: clock)
     try prepare(server.files)

@@ -8,7 +8,7 @@ import TestSupport
 import Glibc
 #endif
 
-/// Several apns-server processes on one throw-away PostgreSQL (issue #11). Each
+/// Several apns-server processes on one throw-away PostgreSQL database. Each
 /// instance sends to a mock of its own, so a mock's record is exactly what one
 /// instance sent; the mocks' clocks are one (CLOCK_MONOTONIC), so sends on two
 /// instances can be compared in time. The test reads the database through a
@@ -22,14 +22,21 @@ final class ScaleOut: @unchecked Sendable {
     let store: PostgresStore
     static let company = "scale"
 
+    /// The cluster is this one's alone only when the test restarts it (`ownCluster`):
+    /// otherwise the instances get a new, empty database on the test process's
+    /// shared one, and race to migrate it as they would in production.
+    let ownsCluster: Bool
+
     init(instances: Int, options: ServerProcess.Options = ServerProcess.Options(),
+         ownCluster: Bool = false,
          mock tweak: (inout MockConfiguration) -> Void = { _ in }) async throws {
-        cluster = try await PostgresCluster.make()
+        ownsCluster = ownCluster
+        cluster = ownCluster ? try await PostgresCluster.make() : try await PostgresCluster.shared()
         do {
             url = try await cluster.newDatabase()
             mocks = try (0..<instances).map { _ in try Harness.mock(sandbox: false, tweak) }
         } catch {
-            cluster.stop()
+            if ownCluster { cluster.stop() }
             throw error
         }
         var options = options
@@ -43,9 +50,10 @@ final class ScaleOut: @unchecked Sendable {
     /// Returns the exit statuses of the instances still running at the end.
     @discardableResult
     static func run(instances: Int, options: ServerProcess.Options = ServerProcess.Options(),
+                    ownCluster: Bool = false,
                     mock tweak: (inout MockConfiguration) -> Void = { _ in },
                     _ body: (ScaleOut) async throws -> Void) async throws -> [Int32] {
-        let scale = try await ScaleOut(instances: instances, options: options, mock: tweak)
+        let scale = try await ScaleOut(instances: instances, options: options, ownCluster: ownCluster, mock: tweak)
         do {
             try await scale.startAll()
             try await body(scale)
@@ -67,14 +75,14 @@ final class ScaleOut: @unchecked Sendable {
     }
 
     /// SIGTERM to those still running (their exit statuses), then the mocks, the
-    /// test's store and the cluster.
+    /// test's store and the cluster if it is this one's.
     @discardableResult
     func stop() async -> [Int32] {
         var statuses: [Int32] = []
         for server in servers where server.isRunning { statuses.append(await server.stop()) }
         await store.close()
         for mock in mocks { mock.stop() }
-        await cluster.stopOffPool()
+        if ownsCluster { await cluster.stopOffPool() }
         return statuses
     }
 

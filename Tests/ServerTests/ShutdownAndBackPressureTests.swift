@@ -118,8 +118,8 @@ import TestSupport
     @Test func metricsNeedACredential() async throws {
         var options = ServerProcess.Options()
         options.extraTopLevel = "metrics_token_file: metrics.token"
-        let server = ServerProcess(sandbox: nil, production: nil, options: options)
-        _ = server.scratch.file("metrics.token", Self.token + "\n")
+        let server = InProcessServer(sandbox: nil, production: nil, options: options)
+        _ = server.files.scratch.file("metrics.token", Self.token + "\n")
         try await server.start()
         defer { Task { await server.stop() } }
         let anonymous = await server.request("GET", "/metrics")

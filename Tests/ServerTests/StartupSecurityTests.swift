@@ -115,8 +115,7 @@ import TestSupport
     /// server that offers no TLS. Now it is `require`: exit 2 and one line saying how
     /// to ask for plain text; `sslmode=disable` asks, and the server starts.
     @Test func aPostgreSQLWithoutTLSIsRefusedUnlessTheURLSaysDisable() async throws {
-        let cluster = try await PostgresCluster.make()
-        defer { cluster.stop() }
+        let cluster = try await PostgresCluster.shared()
         let url = try await cluster.newDatabase()
         let withoutMode = String(url.prefix { $0 != "?" })
         #expect(url.hasSuffix("?sslmode=disable"))

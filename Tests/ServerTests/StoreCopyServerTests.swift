@@ -110,7 +110,7 @@ import TestSupport
         await sqlite.close()
 
         // 2. The copy, with the real command.
-        let cluster = try await PostgresCluster.make()
+        let cluster = try await PostgresCluster.shared()
         let instances: [ServerProcess]
         let mock = try Harness.mock(sandbox: false)
         do {
@@ -131,7 +131,6 @@ import TestSupport
             }
         } catch {
             mock.stop()
-            await cluster.stopOffPool()
             throw error
         }
         do {
@@ -158,67 +157,59 @@ import TestSupport
             for server in instances { print(server.stderr) }
             for server in instances { _ = await server.stop() }
             mock.stop()
-            await cluster.stopOffPool()
             throw error
         }
         for server in instances { #expect(await server.stop() == 0) }
         mock.stop()
-        await cluster.stopOffPool()
     }
 
     /// Bad input: exit 2, one line on stderr, and the target as it was.
     @Test func badInputIsOneLineAndExitTwoWithNothingWritten() async throws {
         let scratch = Scratch()
-        let cluster = try await PostgresCluster.make()
-        do {
-            let empty = try await cluster.newDatabase()
-            let full = try await cluster.newDatabase()
-            let store = PostgresStore(try PostgresStore.Configuration(url: full))
-            try await store.migrate()
-            _ = try await store.register(DeviceRegistration(userID: "u", token: String(repeating: "ab", count: 32), platform: "ios",
-                                                        appType: "staff"), now: 1)
-            let source = try SQLiteStore(path: scratch.path("apns.db"))
-            try await source.migrate()
-            await source.close()
-            let random = scratch.file("random.db", Data((0..<8192).map { UInt8(($0 * 7) % 256) }))
-            let plain = try SQLiteStore(path: scratch.path("plain.db"))
-            try await plain.execute("CREATE TABLE t (x)")
-            await plain.close()
-            let older = try SQLiteStore(path: scratch.path("older.db"))
-            try await older.migrate(through: Schema.steps.count - 1)
-            await older.close()
-            let newer = try SQLiteStore(path: scratch.path("newer.db"))
-            try await newer.migrate()
-            try await newer.execute("PRAGMA user_version = \(Schema.steps.count + 1)")
-            await newer.close()
-            let port = freePort()
+        let cluster = try await PostgresCluster.shared()
+        let empty = try await cluster.newDatabase()
+        let full = try await cluster.newDatabase()
+        let store = PostgresStore(try PostgresStore.Configuration(url: full))
+        try await store.migrate()
+        _ = try await store.register(DeviceRegistration(userID: "u", token: String(repeating: "ab", count: 32), platform: "ios",
+                                                    appType: "staff"), now: 1)
+        let source = try SQLiteStore(path: scratch.path("apns.db"))
+        try await source.migrate()
+        await source.close()
+        let random = scratch.file("random.db", Data((0..<8192).map { UInt8(($0 * 7) % 256) }))
+        let plain = try SQLiteStore(path: scratch.path("plain.db"))
+        try await plain.execute("CREATE TABLE t (x)")
+        await plain.close()
+        let older = try SQLiteStore(path: scratch.path("older.db"))
+        try await older.migrate(through: Schema.steps.count - 1)
+        await older.close()
+        let newer = try SQLiteStore(path: scratch.path("newer.db"))
+        try await newer.migrate()
+        try await newer.execute("PRAGMA user_version = \(Schema.steps.count + 1)")
+        await newer.close()
+        let port = freePort()
 
-            let cases: [(from: String, to: String, says: String)] = [
-                (scratch.path("apns.db"), "postgres://u@127.0.0.1:\(port)/db?sslmode=disable", "cannot reach PostgreSQL at 127.0.0.1:\(port)"),
-                (scratch.path("apns.db"), full, "is not empty (table devices has 1 rows)"),
-                (random, empty, "is not an apns-server database"),
-                (scratch.path("plain.db"), empty, "is not an apns-server database (it has no table"),
-                (scratch.path("newer.db"), empty, "newer than this program's \(Schema.steps.count)"),
-                (scratch.path("older.db"), empty, "start this apns-server once on it"),
-            ]
-            for c in cases {
-                let r = await run(Harness.binary, ["store", "copy", "--from", "sqlite:\(c.from)", "--to", c.to])
-                #expect(r.status == 2, "\(c.says): \(r.stderr)")
-                #expect(r.stderr.hasPrefix("apns-server: store copy: ") && r.stderr.contains(c.says), "\(r.stderr)")
-                #expect(r.stderr.split(separator: "\n").count == 1, "one line: \(r.stderr)")
-            }
-            // Neither target changed: the empty one has no table, the full one its one row.
-            #expect(try await store.scalar("SELECT count(*) FROM devices") == 1)
-            #expect(try await store.scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'store_copy_progress'") == 0)
-            await store.close()
-            let untouched = PostgresStore(try PostgresStore.Configuration(url: empty))
-            #expect(try await untouched.scalar("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()") == 0)
-            await untouched.close()
-        } catch {
-            await cluster.stopOffPool()
-            throw error
+        let cases: [(from: String, to: String, says: String)] = [
+            (scratch.path("apns.db"), "postgres://u@127.0.0.1:\(port)/db?sslmode=disable", "cannot reach PostgreSQL at 127.0.0.1:\(port)"),
+            (scratch.path("apns.db"), full, "is not empty (table devices has 1 rows)"),
+            (random, empty, "is not an apns-server database"),
+            (scratch.path("plain.db"), empty, "is not an apns-server database (it has no table"),
+            (scratch.path("newer.db"), empty, "newer than this program's \(Schema.steps.count)"),
+            (scratch.path("older.db"), empty, "start this apns-server once on it"),
+        ]
+        for c in cases {
+            let r = await run(Harness.binary, ["store", "copy", "--from", "sqlite:\(c.from)", "--to", c.to])
+            #expect(r.status == 2, "\(c.says): \(r.stderr)")
+            #expect(r.stderr.hasPrefix("apns-server: store copy: ") && r.stderr.contains(c.says), "\(r.stderr)")
+            #expect(r.stderr.split(separator: "\n").count == 1, "one line: \(r.stderr)")
         }
-        await cluster.stopOffPool()
+        // Neither target changed: the empty one has no table, the full one its one row.
+        #expect(try await store.scalar("SELECT count(*) FROM devices") == 1)
+        #expect(try await store.scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'store_copy_progress'") == 0)
+        await store.close()
+        let untouched = PostgresStore(try PostgresStore.Configuration(url: empty))
+        #expect(try await untouched.scalar("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()") == 0)
+        await untouched.close()
     }
 
     /// The command killed (SIGKILL) after its first batch of deliveries, then run
@@ -240,40 +231,34 @@ import TestSupport
             INSERT INTO outbox (delivery_id, available_at) SELECT id, 1 FROM deliveries;
             """)
         await source.close()
-        let cluster = try await PostgresCluster.make()
-        do {
-            let url = try await cluster.newDatabase()
-            let arguments = ["store", "copy", "--from", "sqlite:\(scratch.path("apns.db"))", "--to", url, "--batch", "500"]
-            let p = ChildProcess()
-            p.executableURL = URL(fileURLWithPath: Harness.binary)
-            p.arguments = arguments
-            let errPath = scratch.file("copy.err", "")
-            p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-            p.standardOutput = FileHandle.nullDevice
-            try p.run()
-            let end = Date().addingTimeInterval(120)
-            while !((try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "").contains("copy: deliveries 500/") {
-                guard p.isRunning, Date() < end else { break }
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            kill(p.processIdentifier, SIGKILL)
-            await offPool { p.waitUntilExit() }
-            #expect(p.terminationReason == .uncaughtSignal, "killed mid-copy: \((try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")")
-
-            let again = await run(Harness.binary, arguments, timeout: 600)
-            #expect(again.status == 0, "\(again.stderr.suffix(2000))")
-            #expect(again.stderr.contains("copy: resuming the copy recorded on the target"))
-            #expect(!again.stderr.contains("copy: deliveries 500/20000"), "the first batch is not copied again")
-            #expect(again.stderr.contains("copy: check: every table's counts match"))
-            let target = PostgresStore(try PostgresStore.Configuration(url: url))
-            #expect(try await target.scalar("SELECT count(*) FROM deliveries") == 20_000)
-            #expect(try await target.scalar("SELECT count(DISTINCT apns_id) FROM deliveries") == 20_000)
-            #expect(try await target.scalar("SELECT count(*) FROM outbox") == 20_000)
-            await target.close()
-        } catch {
-            await cluster.stopOffPool()
-            throw error
+        let cluster = try await PostgresCluster.shared()
+        let url = try await cluster.newDatabase()
+        let arguments = ["store", "copy", "--from", "sqlite:\(scratch.path("apns.db"))", "--to", url, "--batch", "500"]
+        let p = ChildProcess()
+        p.executableURL = URL(fileURLWithPath: Harness.binary)
+        p.arguments = arguments
+        let errPath = scratch.file("copy.err", "")
+        p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        let end = Date().addingTimeInterval(120)
+        while !((try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "").contains("copy: deliveries 500/") {
+            guard p.isRunning, Date() < end else { break }
+            try await Task.sleep(for: .milliseconds(5))
         }
-        await cluster.stopOffPool()
+        kill(p.processIdentifier, SIGKILL)
+        await offPool { p.waitUntilExit() }
+        #expect(p.terminationReason == .uncaughtSignal, "killed mid-copy: \((try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")")
+
+        let again = await run(Harness.binary, arguments, timeout: 600)
+        #expect(again.status == 0, "\(again.stderr.suffix(2000))")
+        #expect(again.stderr.contains("copy: resuming the copy recorded on the target"))
+        #expect(!again.stderr.contains("copy: deliveries 500/20000"), "the first batch is not copied again")
+        #expect(again.stderr.contains("copy: check: every table's counts match"))
+        let target = PostgresStore(try PostgresStore.Configuration(url: url))
+        #expect(try await target.scalar("SELECT count(*) FROM deliveries") == 20_000)
+        #expect(try await target.scalar("SELECT count(DISTINCT apns_id) FROM deliveries") == 20_000)
+        #expect(try await target.scalar("SELECT count(*) FROM outbox") == 20_000)
+        await target.close()
     }
 }

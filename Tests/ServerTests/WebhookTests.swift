@@ -15,8 +15,7 @@ import TestSupport
                        retryHours: Int = 1, events: [String] = WebhookEventType.allCases.map(\.rawValue)) async throws -> ServerProcess {
         var options = ServerProcess.Options()
         if store == .postgres {
-            let cluster = try #require(ServerPostgresTrait.current, "the suite needs the .serverPostgres trait")
-            options.database = try await cluster.newDatabase()
+            options.database = try await ServerPostgresTrait.newDatabase()
         }
         options.extraTopLevel = """
             webhooks:

@@ -5,6 +5,8 @@ import Testing
 import TestSupport
 
 /// The outbox worker's rules: what each APNs answer does to a delivery and its token.
+/// The application in process (its worker sends to the mocks over TLS as the binary
+/// does), except where the worker's timing across a lease is the point.
 @Suite struct WorkerTests {
     static func notify(_ server: any APIServer, users: [String], type: String = "order_status_changed") async throws -> String {
         let ids = users.map { "\"\($0)\"" }.joined(separator: ",")
@@ -35,34 +37,33 @@ import TestSupport
             $0.forced = [t[2]: .error(400, "DeviceTokenNotForTopic")]
         }
         defer { production.stop() }
-        let server = ServerProcess(sandbox: nil, production: production)
-        try await server.start()
-        defer { Task { await server.stop() } }
-        for (i, token) in t.enumerated() { await BackendAPITests.register(server, user: "dead\(i)", token: token) }
+        try await withServer(.sqlite, production: production) { server in
+            for (i, token) in t.enumerated() { await BackendAPITests.register(server, user: "dead\(i)", token: token) }
 
-        let id = try await Self.notify(server, users: ["dead0", "dead1", "dead2"])
-        try await server.drained()
-        let log = await Self.deliveries(server, id)
-        #expect(log[t[0]]?["status"] as? Int == 410)
-        #expect(log[t[0]]?["reason"] as? String == "Unregistered")
-        #expect(log[t[0]]?["state"] as? String == "failed")
-        #expect(log[t[1]]?["status"] as? Int == 410)
-        #expect(log[t[2]]?["reason"] as? String == "DeviceTokenNotForTopic")
-        let ts = try #require(log[t[0]]?["timestamp"] as? String)
-        #expect(ts.hasSuffix("Z"))
+            let id = try await Self.notify(server, users: ["dead0", "dead1", "dead2"])
+            try await server.drained()
+            let log = await Self.deliveries(server, id)
+            #expect(log[t[0]]?["status"] as? Int == 410)
+            #expect(log[t[0]]?["reason"] as? String == "Unregistered")
+            #expect(log[t[0]]?["state"] as? String == "failed")
+            #expect(log[t[1]]?["status"] as? Int == 410)
+            #expect(log[t[2]]?["reason"] as? String == "DeviceTokenNotForTopic")
+            let ts = try #require(log[t[0]]?["timestamp"] as? String)
+            #expect(ts.hasSuffix("Z"))
 
-        #expect(await Self.tokenCount(server, user: "dead0") == 0, "registered before the 410's timestamp: deactivated")
-        #expect(await Self.tokenCount(server, user: "dead1") == 1, "re-registered after the 410's timestamp: kept")
-        #expect(await Self.tokenCount(server, user: "dead2") == 0, "DeviceTokenNotForTopic: deactivated")
+            #expect(await Self.tokenCount(server, user: "dead0") == 0, "registered before the 410's timestamp: deactivated")
+            #expect(await Self.tokenCount(server, user: "dead1") == 1, "re-registered after the 410's timestamp: kept")
+            #expect(await Self.tokenCount(server, user: "dead2") == 0, "DeviceTokenNotForTopic: deactivated")
 
-        // Nothing is sent to a deactivated token again.
-        let again = await server.backend("POST", "/v1/notifications",
-            #"{"type":"order_created","app_type":"staff","user_ids":["dead0","dead1","dead2"],"alert":{"title":"t","body":"b"}}"#)
-        #expect(again.body.hasSuffix(#""deliveries":1,"skipped":{"preferences":0,"no_devices":2}}"#), "\(again.body)")
-        try await server.drained()
-        #expect(production.attempts(for: t[0]) == 1)
-        #expect(production.attempts(for: t[2]) == 1)
-        #expect(production.attempts(for: t[1]) == 2)
+            // Nothing is sent to a deactivated token again.
+            let again = await server.backend("POST", "/v1/notifications",
+                #"{"type":"order_created","app_type":"staff","user_ids":["dead0","dead1","dead2"],"alert":{"title":"t","body":"b"}}"#)
+            #expect(again.body.hasSuffix(#""deliveries":1,"skipped":{"preferences":0,"no_devices":2}}"#), "\(again.body)")
+            try await server.drained()
+            #expect(production.attempts(for: t[0]) == 1)
+            #expect(production.attempts(for: t[2]) == 1)
+            #expect(production.attempts(for: t[1]) == 2)
+        }
     }
 
     /// BadDeviceToken may mean the other environment: tried there once with the same
@@ -74,35 +75,34 @@ import TestSupport
         }
         let sandbox = try Harness.mock(sandbox: true) { $0.forced = [t[1]: .error(400, "BadDeviceToken")] }
         defer { production.stop(); sandbox.stop() }
-        let server = ServerProcess(sandbox: sandbox, production: production)
-        try await server.start()
-        defer { Task { await server.stop() } }
-        await BackendAPITests.register(server, user: "moves", token: t[0])
-        await BackendAPITests.register(server, user: "bad", token: t[1])
+        try await withServer(.sqlite, sandbox: sandbox, production: production) { server in
+            await BackendAPITests.register(server, user: "moves", token: t[0])
+            await BackendAPITests.register(server, user: "bad", token: t[1])
 
-        let id = try await Self.notify(server, users: ["moves", "bad"])
-        try await server.drained()
-        let log = await Self.deliveries(server, id)
-        let moved = try #require(log[t[0]])
-        #expect(moved["state"] as? String == "delivered")
-        #expect(moved["environment"] as? String == "sandbox")
-        #expect(moved["attempts"] as? Int == 2)
-        let apnsID = try #require(moved["apns_id"] as? String)
-        #expect(production.recordedRequests().first { $0.token == t[0] }?.header("apns-id") == apnsID)
-        #expect(sandbox.recordedRequests().first { $0.token == t[0] }?.header("apns-id") == apnsID, "same apns-id in both")
+            let id = try await Self.notify(server, users: ["moves", "bad"])
+            try await server.drained()
+            let log = await Self.deliveries(server, id)
+            let moved = try #require(log[t[0]])
+            #expect(moved["state"] as? String == "delivered")
+            #expect(moved["environment"] as? String == "sandbox")
+            #expect(moved["attempts"] as? Int == 2)
+            let apnsID = try #require(moved["apns_id"] as? String)
+            #expect(production.recordedRequests().first { $0.token == t[0] }?.header("apns-id") == apnsID)
+            #expect(sandbox.recordedRequests().first { $0.token == t[0] }?.header("apns-id") == apnsID, "same apns-id in both")
 
-        let failed = try #require(log[t[1]])
-        #expect(failed["state"] as? String == "failed")
-        #expect(failed["reason"] as? String == "BadDeviceToken")
-        #expect(production.attempts(for: t[1]) == 1 && sandbox.attempts(for: t[1]) == 1, "each environment once")
-        #expect(await Self.tokenCount(server, user: "bad") == 0)
-        #expect(await Self.tokenCount(server, user: "moves") == 1)
+            let failed = try #require(log[t[1]])
+            #expect(failed["state"] as? String == "failed")
+            #expect(failed["reason"] as? String == "BadDeviceToken")
+            #expect(production.attempts(for: t[1]) == 1 && sandbox.attempts(for: t[1]) == 1, "each environment once")
+            #expect(await Self.tokenCount(server, user: "bad") == 0)
+            #expect(await Self.tokenCount(server, user: "moves") == 1)
 
-        // The moved token now goes to sandbox directly.
-        _ = try await Self.notify(server, users: ["moves"])
-        try await server.drained()
-        #expect(sandbox.attempts(for: t[0]) == 2)
-        #expect(production.attempts(for: t[0]) == 1)
+            // The moved token now goes to sandbox directly.
+            _ = try await Self.notify(server, users: ["moves"])
+            try await server.drained()
+            #expect(sandbox.attempts(for: t[0]) == 2)
+            #expect(production.attempts(for: t[0]) == 1)
+        }
     }
 
     /// No answer (APNs unreachable) is not a final entry: back to the outbox with
@@ -115,28 +115,27 @@ import TestSupport
         placeholder.stop()
         var options = ServerProcess.Options()
         options.backoffBaseMillis = 100
-        let server = ServerProcess(sandbox: nil, production: placeholder, options: options)
-        try await server.start()
-        defer { Task { await server.stop() } }
-        await BackendAPITests.register(server, user: "later", token: token)
-        let id = try await Self.notify(server, users: ["later"])
-        let end = Date().addingTimeInterval(300)    // a hang guard: a loaded machine runs the worker late
-        var attempts = 0
-        while Date() < end {
-            let d = await Self.deliveries(server, id)[token]
-            #expect(d?["state"] as? String == "pending")
-            attempts = d?["attempts"] as? Int ?? 0
-            if attempts >= 2 { break }
-            try await Task.sleep(for: .milliseconds(100))
+        try await withServer(.sqlite, production: placeholder, options: options) { server in
+            await BackendAPITests.register(server, user: "later", token: token)
+            let id = try await Self.notify(server, users: ["later"])
+            let end = Date().addingTimeInterval(300)    // a hang guard: a loaded machine runs the worker late
+            var attempts = 0
+            while Date() < end {
+                let d = await Self.deliveries(server, id)[token]
+                #expect(d?["state"] as? String == "pending")
+                attempts = d?["attempts"] as? Int ?? 0
+                if attempts >= 2 { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(attempts >= 2, "released and tried again")
+            let production = try Harness.mock(sandbox: false) { $0.port = port }
+            defer { production.stop() }
+            try await server.drained()
+            let d = try #require(await Self.deliveries(server, id)[token])
+            #expect(d["state"] as? String == "delivered")
+            #expect(production.recordedRequests().first?.header("apns-id") == d["apns_id"] as? String)
+            #expect(production.attempts(for: token) == 1)
         }
-        #expect(attempts >= 2, "released and tried again")
-        let production = try Harness.mock(sandbox: false) { $0.port = port }
-        defer { production.stop() }
-        try await server.drained()
-        let d = try #require(await Self.deliveries(server, id)[token])
-        #expect(d["state"] as? String == "delivered")
-        #expect(production.recordedRequests().first?.header("apns-id") == d["apns_id"] as? String)
-        #expect(production.attempts(for: token) == 1)
     }
 }
 
@@ -144,6 +143,8 @@ extension WorkerTests {
     /// A delivery whose answer takes longer than a lease keeps its lease: the worker
     /// loop that holds it renews it, so its sibling loop (claiming expired leases)
     /// never sends it a second time. Without renewals each would go out twice.
+    /// The binary: its renewals keep time on threads of their own, not on the test
+    /// process's two cooperative threads, which every other running test shares.
     @Test func aDeliveryWaitingLongerThanALeaseIsSentOnce() async throws {
         // Answers after more than two leases; renewals every half second keep at
         // least two seconds of lease, room for a loaded machine's late tick.

@@ -23,6 +23,8 @@ public final class PostgresCluster: @unchecked Sendable {
     private let lock = NSLock()
     private var running = false
     private var databases = 0
+    /// Templates made (or being made) by `newDatabase(template:prepare:)`, by name.
+    private var templates: [String: Task<Void, any Error>] = [:]
 
     /// With a certificate (`TestPKI`'s server.crt/server.key, for 127.0.0.1), the
     /// server offers TLS too (plain connections still work: `pg_hba` says `host`).
@@ -72,8 +74,16 @@ public final class PostgresCluster: @unchecked Sendable {
 
     /// A new empty database; its URL.
     public func createDatabase() throws -> String {
+        try createDatabase(template: nil)
+    }
+
+    /// A new database, a copy of `template` (nil: PostgreSQL's own, empty); its URL.
+    /// createdb is a client on 127.0.0.1 like the tests: it runs as we do, without
+    /// runuser's session set-up for every database.
+    private func createDatabase(template: String?) throws -> String {
         let name = lock.withLock { databases += 1; return "test_\(databases)" }
-        try run("createdb", ["-h", "127.0.0.1", "-p", String(port), "-U", user, name], doing: "createdb \(name)")
+        try run("createdb", ["-h", "127.0.0.1", "-p", String(port), "-U", user] + (template.map { ["-T", $0] } ?? []) + [name],
+                doing: "createdb \(name)", asServerUser: false)
         return url(database: name)
     }
 
@@ -110,6 +120,29 @@ public final class PostgresCluster: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: folder)
     }
 
+    /// Stops the server at once (its data is thrown away: no shutdown checkpoint) and
+    /// leaves the folder, hundreds of databases by the end of a run, to an `rm` of its
+    /// own: the test process ends without waiting for the files to go.
+    func stopAtExit() {
+        let wasRunning = lock.withLock { defer { running = false }; return running }
+        if wasRunning {
+            _ = runAsServerUser("pg_ctl", ["stop", "-D", folder + "/data", "-m", "immediate", "-w", "-s"])
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for descriptor: Int32 in 0...2 {
+            posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
+        }
+        // Nothing else open: a pipe it held would keep its reader from the end.
+        guard ChildProcess.closeFrom(&actions, 3) == 0 else { return }
+        let words: [String] = ["/bin/rm", "-rf", folder]
+        let argv = words.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid = pid_t()
+        _ = posix_spawn(&pid, "/bin/rm", &actions, nil, argv, environ)
+    }
+
     /// Stops and starts again, with the same data and port: clients see their
     /// connections closed, and new ones work once it is back.
     public func restart() throws {
@@ -131,6 +164,28 @@ public final class PostgresCluster: @unchecked Sendable {
     /// `createDatabase()`, off the cooperative pool.
     public func newDatabase() async throws -> String {
         try await offPool { [self] in Result { try createDatabase() } }.get()
+    }
+
+    /// A new database copied from the template `name`, which `prepare` fills once, on
+    /// the first call, given its URL (a migrated schema: migrations then run once for
+    /// all the tests, not once per test). `prepare` must close its connections before
+    /// it returns: PostgreSQL copies only a database nobody is connected to.
+    public func newDatabase(template name: String,
+                            prepare: @escaping @Sendable (String) async throws -> Void) async throws -> String {
+        let template = lock.withLock {
+            if let existing = templates[name] { return existing }
+            let making = Task { [self] in
+                try await offPool { [self] in
+                    Result { try run("createdb", ["-h", "127.0.0.1", "-p", String(port), "-U", user, name],
+                                     doing: "createdb \(name)", asServerUser: false) }
+                }.get()
+                try await prepare(url(database: name))
+            }
+            templates[name] = making
+            return making
+        }
+        try await template.value
+        return try await offPool { [self] in Result { try createDatabase(template: name) } }.get()
     }
 
     /// `restart()`, off the cooperative pool.
@@ -155,7 +210,8 @@ public final class PostgresCluster: @unchecked Sendable {
         try run("initdb", ["-D", folder + "/data", "-U", user, "-A", "trust", "-E", "UTF8", "--locale=C",
                            "--no-sync", "--no-instructions"], doing: "initdb")
         // Only 127.0.0.1 (and the socket in our own folder); no durability (a test's
-        // data dies with it); room for several stores' pools at once.
+        // data dies with it); room for the pools of every test running at once (the
+        // shared cluster serves the whole run).
         let settings = """
 
             listen_addresses = '127.0.0.1'
@@ -163,7 +219,7 @@ public final class PostgresCluster: @unchecked Sendable {
             fsync = off
             synchronous_commit = off
             full_page_writes = off
-            max_connections = 300
+            max_connections = 1000
             shared_buffers = 64MB
             """
         // The server reads its key only when it is its own user's and owner-only.
@@ -236,9 +292,10 @@ public final class PostgresCluster: @unchecked Sendable {
     /// server that keeps the output it inherited open (a pipe would never end), and
     /// Process on Linux has lost the exit of children started from two threads at
     /// once (suites start their clusters side by side).
-    private func runAsServerUser(_ program: String, _ arguments: [String]) -> (status: Int32, output: String) {
+    private func runAsServerUser(_ program: String, _ arguments: [String],
+                                 asServerUser: Bool = true) -> (status: Int32, output: String) {
         var argv = [bin + "/" + program] + arguments
-        if let user = Self.serverUser { argv = ["/usr/sbin/runuser", "-u", user.name, "--"] + argv }
+        if asServerUser, let user = Self.serverUser { argv = ["/usr/sbin/runuser", "-u", user.name, "--"] + argv }
         let outputPath = folder + "/command-\(UUID().uuidString).out"
         defer { unlink(outputPath) }
         var actions = posix_spawn_file_actions_t()
@@ -266,8 +323,8 @@ public final class PostgresCluster: @unchecked Sendable {
         return (exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), output)
     }
 
-    private func run(_ program: String, _ arguments: [String], doing: String) throws {
-        let result = runAsServerUser(program, arguments)
+    private func run(_ program: String, _ arguments: [String], doing: String, asServerUser: Bool = true) throws {
+        let result = runAsServerUser(program, arguments, asServerUser: asServerUser)
         guard result.status == 0 else {
             let said = result.output.split(separator: "\n").prefix(3).joined(separator: " / ")
             throw ClusterError("\(doing) failed (exit \(result.status)): \(said)")
@@ -277,6 +334,51 @@ public final class PostgresCluster: @unchecked Sendable {
     private func logTail() -> String {
         let log = (try? String(contentsOfFile: folder + "/server.log", encoding: .utf8)) ?? "(no log)"
         return log.split(separator: "\n").suffix(5).joined(separator: " / ")
+    }
+}
+
+// MARK: One for the test process
+
+extension PostgresCluster {
+    /// The test process's cluster: started by the first test that asks, shared by
+    /// every test that only needs databases on it (each makes its own, so they run
+    /// side by side), stopped when the process exits. A test that restarts or stops
+    /// its server, or needs one set up otherwise (TLS), starts its own (`make`).
+    public static func shared() async throws -> PostgresCluster {
+        try await SharedCluster.started.value
+    }
+}
+
+private enum SharedCluster {
+    /// Started once; a failure is every caller's failure (one line each), not a new
+    /// try per suite.
+    static let started = Task<PostgresCluster, any Error> {
+        let cluster = try await PostgresCluster.make()
+        running.withLock { $0 = cluster }
+        atexit { SharedCluster.stopAtExit() }
+        return cluster
+    }
+
+    static let running = LockedValue<PostgresCluster?>(nil)
+
+    /// The test process is ending: its daemon and folder go with it.
+    static func stopAtExit() {
+        running.withLock { cluster in
+            cluster?.stopAtExit()
+            cluster = nil
+        }
+    }
+}
+
+/// A value behind a lock, for state shared by tests' threads.
+private final class LockedValue<Value>: @unchecked Sendable {
+    private var value: Value
+    private let lock = NSLock()
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
     }
 }
 
