@@ -127,6 +127,11 @@ import TestSupport
             #expect(page.status == 400 && Self.error(page) == "limit must be an integer from 1 to 10000", "\(page.body)")
             let after = await server.backend("GET", "/v1/notifications/x?after=\(huge)")
             #expect(after.status == 400 && Self.error(after) == "after must be the 'next' of a previous page", "\(after.body)")
+            // Digits only, as `next` is written: a sign is not part of a page's cursor.
+            for query in ["limit=%2B5", "limit=-1", "limit=5.0", "after=%2B1", "after=-0", "after=1e3", "after=%201"] {
+                let r = await server.backend("GET", "/v1/webhook-events?\(query)")
+                #expect(r.status == 400, "\(query): \(r.body)")
+            }
             #expect(server.isRunning)
         }
     }

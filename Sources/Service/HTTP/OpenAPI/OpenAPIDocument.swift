@@ -606,7 +606,7 @@ enum OpenAPIDocument {
         "apns_status": {"type": ["integer", "null"], "description": "APNs' status (channel operations)."}}},
       "Success": {"type": "object", "required": ["success", "message"], "properties": {"success": {"const": true}, "message": {"type": "string"}}},
       "Timestamp": {"type": ["string", "null"], "format": "date-time", "examples": ["2026-11-22T21:28:00.123Z"]},
-      "Cursor": {"type": "string", "pattern": "^[0-9]{1,18}$", "description": "Opaque: pass it back as `after`."},
+      "Cursor": {"type": "string", "pattern": "^[0-9]{1,19}$", "description": "Opaque: pass it back as `after`."},
       "AppType": {"type": "string", "description": "An app the server's config names (`apps[].app_type`)."},
       "EnvironmentName": {"enum": ["sandbox", "production"]},
       "Environment": {"enum": ["sandbox", "production", null], "description": "Default production."},
