@@ -128,11 +128,14 @@ bearer = "${USER_JWT}"
 expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5xx"]
 EOF
 
+# positive_data_acceptance is left out: the server refuses more than a schema can say
+# (an unknown preference key, user_ids and company_id both, send_at past the horizon),
+# each with a documented 400. One worker: the machine's other core serves.
 status=0
 "$venv/bin/st" --config-file "$out/schemathesis.toml" --no-color run "$base/openapi.json" \
-  --checks all --exclude-checks positive_data_acceptance --max-time "$seconds" --workers 1 --request-timeout 30 --generation-database none \
+  --checks all --exclude-checks positive_data_acceptance --max-time "$seconds" --workers 1 --request-timeout 120 --generation-database none \
   --report junit --report-dir "$out/report" --suppress-health-check too_slow,filter_too_much \
   >"$out/schemathesis.log" 2>&1 || status=$?
-if [ $status != 0 ]; then cat "$out/schemathesis.log"; else sed -n '/SUMMARY/,$p' "$out/schemathesis.log"; fi
+if [ $status != 0 ]; then cat "$out/schemathesis.log"; else sed -n '/Examples (in/,$p' "$out/schemathesis.log"; fi
 kill -0 $server 2>/dev/null || { echo "apns-server exited during the run:" >&2; tail -n 20 "$out/server.err" >&2; exit 1; }
 exit $status
