@@ -9,9 +9,11 @@
 #   make test      what CI runs (scripts/test.sh: it prints each phase's time and the total):
 #                  the whole suite, then every fuzz harness for a few seconds (fuzz.sh --short)
 #                  and the sanitizer check on a smaller run (sanitize.sh --short: ASan/UBSan
-#                  tests of the shim and the mock, a 10k-request leak check per transport)
+#                  tests of the shim and the mock, a 10k-request leak check per transport),
+#                  and schemathesis on the live server against its OpenAPI document (api-test.sh)
 #   make soak      the long variants: the suite with APNS_SOAK=1 (fault matrix at 100k
-#                  tokens, CLI memory at 1M), then `make fuzz` and `make sanitize`
+#                  tokens, CLI memory at 1M), then `make fuzz` and `make sanitize`, then
+#                  schemathesis for 10 minutes on SQLite and 10 on PostgreSQL (api-test.sh)
 #   make fuzz      every libFuzzer harness, FUZZ_SECONDS each (default 60)
 #   make sanitize  ASan/UBSan tests of the shim and the mock, a leak check of LEAK_REQUESTS
 #                  (default 100k) requests per transport
@@ -19,10 +21,10 @@
 
 SWIFT      ?= swift
 CONFIG     ?= release
-DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev nghttp2-client nghttp2-server openssl curl python3 time tzdata tinyproxy-bin postgresql chromium chromium-driver
+DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev nghttp2-client nghttp2-server openssl curl python3 time tzdata tinyproxy-bin postgresql chromium chromium-driver python3-venv
 DEMO_DIR   := .demo
 
-.PHONY: all deps build demo demo-server test soak keys clean bench bench-server bench-scaleout fuzz sanitize
+.PHONY: all deps build demo demo-server test soak keys clean bench bench-server bench-scaleout fuzz sanitize api-venv
 
 all: build
 
@@ -59,14 +61,20 @@ demo-server: deps keys
 	@scripts/demo-server.sh "$$($(SWIFT) build -c $(DEMO_SERVER_CONFIG) --show-bin-path)" $(DEMO_DIR)
 
 # The phases, each timed, and the total: scripts/test.sh.
-test: deps
+test: deps api-venv
 	SWIFT=$(SWIFT) scripts/test.sh
 
-soak: deps
+soak: deps api-venv
 	$(SWIFT) build --build-tests
 	APNS_SOAK=1 timeout 3600 $(SWIFT) test --skip-build
 	scripts/fuzz.sh
 	scripts/sanitize.sh
+	scripts/api-test.sh --seconds 600
+	scripts/api-test.sh --seconds 600 --postgres
+
+# schemathesis and openapi-spec-validator (PyPI) in .venv-api, for scripts/api-test.sh.
+api-venv: deps
+	scripts/api-test.sh --install
 
 # libFuzzer harnesses (fuzz/), FUZZ_SECONDS each (default 60).
 fuzz: deps

@@ -10,6 +10,7 @@
 #   fuzz         every libFuzzer harness for a few seconds (fuzz.sh --short)
 #   sanitize     ASan/UBSan tests of the shim and the mock, a 10k-request leak check
 #                per transport (sanitize.sh --short)
+#   api          schemathesis on apns-server and apns-mock against GET /openapi.json (api-test.sh)
 # Neither the build (its links and its waits on one module's interface) nor the suite
 # (sockets, child processes, PostgreSQL) keeps both cores busy all the time: at nice 19
 # the checks' compilers take only the CPU they leave idle, and a compiler or a test
@@ -75,6 +76,7 @@ if [ $status != 0 ]; then
 fi
 
 scripts/timed.sh tests-alone timeout 600 "${tests[@]}" --filter "$alone" || failed tests-alone
+scripts/timed.sh api scripts/api-test.sh --seconds 40 || failed api
 scripts/timed.sh fuzz scripts/fuzz.sh --short --no-build || failed fuzz
 scripts/timed.sh sanitize scripts/sanitize.sh --short --no-build || failed sanitize
 echo "== make test: passed in $(( $(date +%s) - start )) s"

@@ -168,6 +168,15 @@ import TestSupport
         #expect(await WorkerTests.tokenCount(server, user: "b1") == 1)
         #expect(await WorkerTests.tokenCount(server, user: "b3") == 0, "one bad entry: nothing stored")
         #expect(await server.request("POST", "/v1/device-tokens", body: "{}", bearer: nil).status == 401)
+        // A company id that is not a string is refused, as the one-device route refuses it,
+        // not dropped (the device would miss its company's notifications).
+        for company in ["5", "true", #"["c9"]"#, #""""#] {
+            let r = await server.backend("POST", "/v1/device-tokens",
+                #"{"devices":[{"user_id":"b5","company_id":\#(company),"deviceToken":"\#(t[2])","platform":"ios","appType":"staff"}]}"#)
+            #expect(r.status == 400, "company_id \(company): \(r.body)")
+            #expect(r.body == #"{"success":false,"error":"devices[0].company_id must be a string (1 to 256 characters)"}"#)
+        }
+        #expect(await WorkerTests.tokenCount(server, user: "b5") == 0)
     }
 
     /// A big fan-out is read a page at a time: `limit` (default 1,000) and the

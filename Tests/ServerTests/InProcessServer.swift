@@ -56,6 +56,8 @@ final class InProcessServer: APIServer, @unchecked Sendable {
     private var running: Task<Void, any Error>?
     private var opened: (any DeliveryStore)?
     private let done = AsyncStream<Void>.makeStream()
+    /// The routes the application's router serves ("GET /v1/deliveries"), once started.
+    private(set) var routes: [String] = []
 
     init(sandbox: MockServer?, production: MockServer?, options: ServerProcess.Options = ServerProcess.Options(),
          clock: any ServiceClock = SystemClock()) {
@@ -81,6 +83,7 @@ final class InProcessServer: APIServer, @unchecked Sendable {
         let app = try await buildApplication(configuration: config,
                                              dependencies: Dependencies(clock: clock, store: store),
                                              logger: logger)
+        routes = (app as? APNsApplication)?.routes ?? []
         let (ready, handOut) = AsyncStream<any TestClientProtocol>.makeStream()
         let stopped = done.stream
         running = Task {

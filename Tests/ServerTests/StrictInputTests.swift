@@ -47,6 +47,17 @@ import TestSupport
         }
     }
 
+    /// PostgreSQL answered 500 for U+0000 in a query or path parameter (found by schemathesis).
+    @Test(arguments: ServerStore.allCases) func u0000InTheURLIsA400(_ store: ServerStore) async throws {
+        try await withServer(store) { server in
+            for path in ["/v1/deliveries?apns_id=T%00b", "/v1/channels?app_type=customer&entity_type=%00%0E",
+                         "/v1/notifications/a%00b", "/v1/broadcasts/a%00b", "/v1/webhook-events?state=%00"] {
+                let r = await server.backend("GET", path)
+                #expect(r.status == 400 && r.body == #"{"success":false,"error":"the URL has a U+0000 (%00)"}"#, "\(path): \(r.body)")
+            }
+        }
+    }
+
     /// One reader took the first of two equal keys, another the last, and APNs got both.
     @Test(arguments: ServerStore.allCases) func aKeyGivenTwiceIsA400NamingIt(_ store: ServerStore) async throws {
         try await withServer(store) { server in
@@ -127,6 +138,11 @@ import TestSupport
             #expect(page.status == 400 && Self.error(page) == "limit must be an integer from 1 to 10000", "\(page.body)")
             let after = await server.backend("GET", "/v1/notifications/x?after=\(huge)")
             #expect(after.status == 400 && Self.error(after) == "after must be the 'next' of a previous page", "\(after.body)")
+            // Digits only, as `next` is written: a sign is not part of a page's cursor.
+            for query in ["limit=%2B5", "limit=-1", "limit=5.0", "after=%2B1", "after=-0", "after=1e3", "after=%201"] {
+                let r = await server.backend("GET", "/v1/webhook-events?\(query)")
+                #expect(r.status == 400, "\(query): \(r.body)")
+            }
             #expect(server.isRunning)
         }
     }

@@ -107,7 +107,7 @@ private func assemble(config: ServerConfig, store: any DeliveryStore, closesStor
         for client in clients.all { client.abandon() }
         connections.closeAll()
     }
-    return APNsApplication(inner: app, grace: grace)
+    return APNsApplication(inner: app, grace: grace, routes: router.routes.map { "\($0.method) \($0.path)" })
 }
 
 /// Hummingbird's application with the shutdown's deadline beside it. The grace
@@ -117,6 +117,9 @@ struct APNsApplication: ApplicationProtocol {
     typealias Responder = RouterResponder<ServiceContext>
     let inner: Application<Responder>
     let grace: ShutdownGrace
+    /// What the router serves, "METHOD /path/:parameter" each (what `OpenAPITests`
+    /// holds the document to).
+    let routes: [String]
 
     var responder: Responder { get async throws { try await inner.responder } }
     var server: HTTPServerBuilder { inner.server }

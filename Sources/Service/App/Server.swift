@@ -116,7 +116,8 @@ public enum APNsServer {
         router.add(middleware: ErrorMiddleware())
         let auth = Auth(apiKeys: config.apiKeys, jwtSecret: config.userJWTSecret, jwtClaims: config.userJWTClaims, clock: clock)
         let body = BodyReader(limit: config.maxBodyBytes)
-        OpsRoutes(metrics: metrics, auth: auth, metricsToken: config.metricsToken.map(MetricsToken.init))
+        OpsRoutes(metrics: metrics, auth: auth, metricsToken: config.metricsToken.map(MetricsToken.init),
+                  document: OpenAPIDocument.served(appTypes: config.apps.map(\.appType)))
             .register(on: router)
         UserRoutes(config: config, store: store, clock: clock, body: body, auth: auth).register(on: router)
         BackendRoutes(config: config, store: store, clock: clock, body: body, auth: auth,
@@ -130,6 +131,8 @@ public enum APNsServer {
         SupportRoutes(config: config, store: store, clock: clock, body: body, auth: auth, metrics: metrics,
                       worker: wakeup).register(on: router)
         if config.console { ConsoleRoutes().register(on: router) }
+        // Last: it sees only the requests no route above took.
+        router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes))
         return router
     }
 

@@ -45,9 +45,11 @@ public struct TimeCursor: Sendable, Hashable {
     public var text: String { "\(millis).\(id)" }
 
     public init?(text: String) {
-        guard let dot = text.firstIndex(of: "."), let millis = Int64(text[..<dot]), millis >= 0 else { return nil }
+        // Digits only, as `text` writes them; the id is an identifier, never a control character.
+        guard let dot = text.firstIndex(of: "."), text[..<dot].allSatisfy({ $0.isASCII && $0.isNumber }),
+              let millis = Int64(text[..<dot]) else { return nil }
         let id = String(text[text.index(after: dot)...])
-        guard !id.isEmpty else { return nil }
+        guard !id.isEmpty, !id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else { return nil }
         self.init(millis: millis, id: id)
     }
 }

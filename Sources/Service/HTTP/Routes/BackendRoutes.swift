@@ -58,9 +58,14 @@ struct BackendRoutes: Sendable {
             guard let userID = item["user_id"]?.stringValue, Registration.isIdentifier(userID) else {
                 throw APIError.badRequest("devices[\(i)].user_id must be 1 to 256 characters")
             }
-            let companyID = item["company_id"]?.stringValue
-            if let companyID, !Registration.isIdentifier(companyID) {
-                throw APIError.badRequest("devices[\(i)].company_id must be 1 to 256 characters")
+            // Absent or null: no company. Anything else but an id is a 400, not dropped:
+            // the device would then miss every notification sent to its company.
+            var companyID: String?
+            if let c = item["company_id"], !c.isNull {
+                guard let id = c.stringValue, Registration.isIdentifier(id) else {
+                    throw APIError.badRequest("devices[\(i)].company_id must be a string (1 to 256 characters)")
+                }
+                companyID = id
             }
             do {
                 devices.append(try Registration.parse(item, userID: userID, companyID: companyID, config: config))
@@ -169,17 +174,24 @@ struct BackendRoutes: Sendable {
 
     /// A list's `?limit=` (1 to `maxPageSize`, default `defaultPageSize`) and `?after=`
     /// (the previous page's `next`); a 400 naming the parameter otherwise.
+    /// A query's number: digits only, as a page's `next` is written (Int() would also
+    /// read "+5" and "-0", which the API's document forbids).
+    static func digits(_ text: Substring) -> Int64? {
+        text.allSatisfy({ $0.isASCII && $0.isNumber }) ? Int64(String(text)) : nil
+    }
+
     static func page(_ query: FlatDictionary<Substring, Substring>) throws(APIError) -> (limit: Int, after: Int64?) {
         var limit = defaultPageSize
+        let number = BackendRoutes.digits
         if let text = query["limit"] {
-            guard let n = Int(String(text)), (1...maxPageSize).contains(n) else {
+            guard let n = number(text).map(Int.init), (1...maxPageSize).contains(n) else {
                 throw .badRequest("limit must be an integer from 1 to \(maxPageSize)")
             }
             limit = n
         }
         var after: Int64?
         if let text = query["after"] {
-            guard let n = Int64(String(text)), n >= 0 else {
+            guard let n = number(text) else {
                 throw .badRequest("after must be the 'next' of a previous page")
             }
             after = n

@@ -7,14 +7,20 @@ import Store
 /// names one, or one of the API keys. The metrics say how much is sent for which app
 /// and how the service is doing: not for anyone who can reach the port. Serving
 /// them costs no database query (`OutboxGauges` counts the outbox on its own clock).
+/// `GET /openapi.json`, with no credentials: the API's description (`OpenAPIDocument`).
 struct OpsRoutes: Sendable {
     let metrics: ServiceMetrics
     let auth: Auth
     let metricsToken: MetricsToken?
+    /// The served OpenAPI document, made once at start.
+    let document: [UInt8]
 
     func register(on router: Router<ServiceContext>) {
         router.get("health") { _, _ -> Response in
             JSONResponse.ok(.object([("status", .string("ok"))]))
+        }
+        router.get("openapi.json") { [document] _, _ -> Response in
+            Response(status: .ok, headers: JSONResponse.contentType, body: .init(byteBuffer: ByteBuffer(bytes: document)))
         }
         router.get("metrics") { [auth, metricsToken, metrics] request, _ -> Response in
             guard let credential = Auth.bearer(request) else { throw APIError.unauthorized("missing bearer token") }

@@ -68,7 +68,7 @@ struct SupportRoutes: Sendable {
         let (limit, after) = try Self.page(request.uri.queryParameters)
         let before: Int64?
         if let after {
-            guard let n = Int64(after), n > 0 else { throw APIError.badRequest("after must be the 'next' of a previous page") }
+            guard let n = BackendRoutes.digits(Substring(after)), n > 0 else { throw APIError.badRequest("after must be the 'next' of a previous page") }
             before = n
         } else {
             before = nil
@@ -104,7 +104,7 @@ struct SupportRoutes: Sendable {
         let (limit, after) = try Self.page(query)
         var hours = Self.defaultDeactivatedHours
         if let text = query["hours"] {
-            guard let n = Int(String(text)), (1...Self.maxDeactivatedHours).contains(n) else {
+            guard let n = BackendRoutes.digits(text).map(Int.init), (1...Self.maxDeactivatedHours).contains(n) else {
                 throw APIError.badRequest("hours must be an integer from 1 to \(Self.maxDeactivatedHours)")
             }
             hours = n
@@ -172,7 +172,7 @@ struct SupportRoutes: Sendable {
     @Sendable func stats(_ request: Request, context: ServiceContext) async throws -> Response {
         var seconds = DeliveryRates.seconds
         if let text = request.uri.queryParameters["seconds"] {
-            guard let n = Int(String(text)), (1...DeliveryRates.seconds).contains(n) else {
+            guard let n = BackendRoutes.digits(text).map(Int.init), (1...DeliveryRates.seconds).contains(n) else {
                 throw APIError.badRequest("seconds must be an integer from 1 to \(DeliveryRates.seconds)")
             }
             seconds = n
@@ -193,7 +193,7 @@ struct SupportRoutes: Sendable {
     static func page(_ query: FlatDictionary<Substring, Substring>) throws(APIError) -> (limit: Int, after: String?) {
         var limit = defaultSummaryPage
         if let text = query["limit"] {
-            guard let n = Int(String(text)), (1...maxSummaryPage).contains(n) else {
+            guard let n = BackendRoutes.digits(text).map(Int.init), (1...maxSummaryPage).contains(n) else {
                 throw .badRequest("limit must be an integer from 1 to \(maxSummaryPage)")
             }
             limit = n
