@@ -72,7 +72,7 @@ soak: deps api-venv
 	scripts/api-test.sh --seconds 600
 	scripts/api-test.sh --seconds 600 --postgres
 
-# schemathesis and openapi-spec-validator (PyPI) in .venv-api, for scripts/api-test.sh.
+# schemathesis and openapi-spec-validator (PyPI) in a virtual environment under ~/.cache, for scripts/api-test.sh.
 api-venv: deps
 	scripts/api-test.sh --install
 

@@ -7,8 +7,10 @@
 #      runs along the document's links (register, send, read the log). Every check:
 #      no 5xx, answers in the documented statuses, shapes and content types, and a
 #      request the document forbids refused with a 4xx.
-# schemathesis and the validator live in a virtual environment, .venv-api (git-ignored),
-# installed on first use (or by `scripts/api-test.sh --install`).
+# schemathesis and the validator live in a virtual environment outside the checkout,
+# named by their pinned versions (API_VENV; default under ~/.cache/apns-engine), so a
+# machine installs them once and every clone uses them; installed on first use (or by
+# `scripts/api-test.sh --install`).
 #   scripts/api-test.sh [--seconds N] [--postgres] [--bin DIR] [--out DIR]
 #     --seconds  schemathesis' time budget (default 40)
 #     --postgres the server on a throw-away PostgreSQL cluster (default SQLite)
@@ -18,7 +20,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-venv=$root/.venv-api
+schemathesis=4.32.5 validator=0.9.0
+venv=${API_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/apns-engine/venv-schemathesis-$schemathesis-validator-$validator}
 seconds=40 postgres= bin=.build/debug out=.build/api-test install_only=
 while [ $# -gt 0 ]; do
   case $1 in
@@ -32,9 +35,14 @@ while [ $# -gt 0 ]; do
 done
 
 # Pinned: a new schemathesis may add checks, and a run should change only with the code.
-if [ ! -x "$venv/bin/st" ]; then
+# A marker written after the install: a run killed while it installed leaves an
+# environment without it, made again by the next run (a venv cannot be moved into place).
+if [ ! -f "$venv/installed" ]; then
+  rm -rf "$venv" && mkdir -p "$(dirname "$venv")"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check schemathesis==4.32.5 openapi-spec-validator==0.9.0
+  "$venv/bin/pip" install -q --disable-pip-version-check \
+    "schemathesis==$schemathesis" "openapi-spec-validator==$validator"
+  touch "$venv/installed"
 fi
 [ -n "$install_only" ] && exit 0
 

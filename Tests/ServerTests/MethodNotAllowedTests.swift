@@ -13,7 +13,7 @@ import TestSupport
             ("TRACE", "/health", "GET"),
             ("POST", "/openapi.json", "GET"),
             ("PATCH", "/api/user/device-token", "DELETE, POST"),
-            ("PUT", "/v1/users/staff-1/device-tokens", "POST"),
+            ("PUT", "/v1/users/staff-1/device-tokens", "GET, POST"),
             ("POST", "/v1/notifications/6f0b8c2e-3d1a-4b5c-9e7f-1a2b3c4d5e6f", "DELETE, GET"),
             ("PATCH", "/v1/channels/staff/trip/t-1", "DELETE, GET"),
         ]
