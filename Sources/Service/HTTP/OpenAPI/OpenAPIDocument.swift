@@ -356,7 +356,7 @@ enum OpenAPIDocument {
               "example": {"notification_id": "6f0b8c2e-3d1a-4b5c-9e7f-1a2b3c4d5e6f", "deliveries": 2, "skipped": {"preferences": 0, "no_devices": 0}}}},
             "links": {
               "readLog": {"operationId": "getNotification", "description": "The notification's delivery log.", "parameters": {"id": "$response.body#/notification_id"}},
-              "cancel": {"operationId": "cancelNotification", "description": "Cancel it (a scheduled one).", "parameters": {"id": "$response.body#/notification_id"}}
+              "cancel": {"operationId": "cancelNotification", "description": "Cancel what has not gone yet.", "parameters": {"id": "$response.body#/notification_id"}}
             }},
           "400": {"$ref": "#/components/responses/BadRequest"},
           "401": {"$ref": "#/components/responses/Unauthorized"},
@@ -389,12 +389,18 @@ enum OpenAPIDocument {
         }
       },
       "delete": {
-        "operationId": "cancelNotification", "tags": ["backend"], "summary": "Cancel a scheduled notification not yet sent.",
-        "description": "409 when it was sent when posted, is being or has been sent, was superseded or failed.",
+        "operationId": "cancelNotification", "tags": ["backend"], "summary": "Cancel what has not gone yet.",
+        "description": "A scheduled notification not yet fanned out is cancelled whole (its log, `state: cancelled`). For one already fanned out, every delivery no worker holds yet (due, held by quiet hours or a batching window, back for a retry) becomes `cancelled`; what went or is in a worker's hands is counted and left alone. 409 while a schedule is being fanned out, or when it was superseded or failed.",
         "security": [{"apiKey": []}],
         "parameters": [{"$ref": "#/components/parameters/NotificationID"}],
         "responses": {
-          "200": {"description": "Cancelled: it will never be sent.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NotificationLog"}}}},
+          "200": {"description": "Cancelled: a scheduled notification's log, or the counts of a fanned-out one's deliveries.", "content": {"application/json": {"schema": {"oneOf": [
+            {"$ref": "#/components/schemas/NotificationLog"},
+            {"type": "object", "required": ["notification_id", "cancelled", "already_sent", "in_flight"], "properties": {
+              "notification_id": {"type": "string"},
+              "cancelled": {"type": "integer", "minimum": 0}, "already_sent": {"type": "integer", "minimum": 0},
+              "in_flight": {"type": "integer", "minimum": 0}}}]},
+            "example": {"notification_id": "6f0b8c2e-3d1a-4b5c-9e7f-1a2b3c4d5e6f", "cancelled": 2, "already_sent": 1, "in_flight": 0}}}},
           "401": {"$ref": "#/components/responses/Unauthorized"},
           "404": {"$ref": "#/components/responses/NotFound"},
           "409": {"$ref": "#/components/responses/Conflict"},
