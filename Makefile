@@ -11,7 +11,15 @@
 #                  and the sanitizer check on a smaller run (sanitize.sh --short: ASan/UBSan
 #                  tests of the shim and the mock, a 10k-request leak check per transport)
 #   make soak      the long variants: the suite with APNS_SOAK=1 (fault matrix at 100k
-#                  tokens, CLI memory at 1M), then `make fuzz` and `make sanitize`
+#                  tokens, CLI memory at 1M), then `make fuzz`, `make sanitize` and
+#                  `make dist-check`
+#   make dist      dist/apns-engine-VERSION-linux-x86_64.tar.gz: apns-server, apns-send and
+#                  apns-mock with the Swift runtime linked in, the example config, the
+#                  systemd unit, INSTALL.md (scripts/dist.sh; its own scratch path)
+#   make dist-check  that tarball on a minimal Debian root (debootstrap, cached in
+#                  .dist-root/) with only the libraries it needs, in a chroot: apns-send to
+#                  apns-mock, one notification through apns-server, systemd-analyze verify
+#                  (scripts/dist-check.sh; root; minutes, so in make soak, not make test)
 #   make fuzz      every libFuzzer harness, FUZZ_SECONDS each (default 60)
 #   make sanitize  ASan/UBSan tests of the shim and the mock, a leak check of LEAK_REQUESTS
 #                  (default 100k) requests per transport
@@ -19,10 +27,10 @@
 
 SWIFT      ?= swift
 CONFIG     ?= release
-DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev nghttp2-client nghttp2-server openssl curl python3 time tzdata tinyproxy-bin postgresql
+DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev nghttp2-client nghttp2-server openssl curl python3 time tzdata tinyproxy-bin postgresql prometheus debootstrap
 DEMO_DIR   := .demo
 
-.PHONY: all deps build demo demo-server test soak keys clean bench bench-server bench-scaleout fuzz sanitize
+.PHONY: all deps build demo demo-server test soak keys clean bench bench-server bench-scaleout fuzz sanitize dist dist-check
 
 all: build
 
@@ -67,6 +75,14 @@ soak: deps
 	APNS_SOAK=1 timeout 3600 $(SWIFT) test --skip-build
 	scripts/fuzz.sh
 	scripts/sanitize.sh
+	$(MAKE) dist-check
+
+# The release tarball, and its proof on a bare Debian root (see the top of this file).
+dist: deps
+	SWIFT=$(SWIFT) scripts/dist.sh
+
+dist-check: dist
+	scripts/dist-check.sh
 
 # libFuzzer harnesses (fuzz/), FUZZ_SECONDS each (default 60).
 fuzz: deps
@@ -93,4 +109,4 @@ bench-scaleout: deps
 	scripts/bench-scaleout.sh "$$($(SWIFT) build -c release --show-bin-path)" 30000 3
 
 clean:
-	rm -rf .build .build-asan .build-fuzz $(DEMO_DIR)
+	rm -rf .build .build-asan .build-fuzz .build-dist dist $(DEMO_DIR)
