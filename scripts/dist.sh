@@ -8,17 +8,14 @@
 #   apns-server.service           the systemd unit
 #   INSTALL.md
 # The build has its own scratch path (DIST_SCRATCH, default .build-dist), so that it
-# never waits on or invalidates the debug build of make test. DIST_CONFIG=debug (with
-# DIST_SCRATCH=.build, where make test's build already is) makes the same tarball from
-# an unoptimized build in minutes: for checking the packaging, never for shipping.
-#   scripts/dist.sh         Env: SWIFT (default swift), DIST_SCRATCH, DIST_CONFIG.
+# never waits on or invalidates the debug build of make test.
+#   scripts/dist.sh         Env: SWIFT (default swift), DIST_SCRATCH.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 swift=${SWIFT:-swift}
 scratch=${DIST_SCRATCH:-.build-dist}
-config=${DIST_CONFIG:-release}
-build=("$swift" build -c "$config" --static-swift-stdlib --scratch-path "$scratch")
+build=("$swift" build -c release --static-swift-stdlib --scratch-path "$scratch")
 
 scripts/build-info.sh
 version=$(sed -n 's/^#define APNS_VERSION "\(.*\)"$/\1/p' Sources/CBuildInfo/build_info.c)
@@ -37,4 +34,4 @@ cp examples/server/apns-server.yaml examples/server/README.md "$stage/examples/s
 cp packaging/apns-server.service packaging/INSTALL.md "$stage/"
 tar -C dist --owner=0 --group=0 --numeric-owner --sort=name -czf "dist/$name.tar.gz" "$name"
 rm -rf "$stage"
-echo "dist/$name.tar.gz: $(du -h "dist/$name.tar.gz" | cut -f1) ($("$bin/apns-server" --version), -c $config)"
+echo "dist/$name.tar.gz: $(du -h "dist/$name.tar.gz" | cut -f1) ($("$bin/apns-server" --version))"
