@@ -12,8 +12,16 @@
 #                  tests of the shim and the mock, a 10k-request leak check per transport),
 #                  and schemathesis on the live server against its OpenAPI document (api-test.sh)
 #   make soak      the long variants: the suite with APNS_SOAK=1 (fault matrix at 100k
-#                  tokens, CLI memory at 1M), then `make fuzz` and `make sanitize`, then
-#                  schemathesis for 10 minutes on SQLite and 10 on PostgreSQL (api-test.sh)
+#                  tokens, CLI memory at 1M), then `make fuzz`, `make sanitize`, schemathesis
+#                  for 10 minutes on SQLite and 10 on PostgreSQL (api-test.sh), and
+#                  `make dist-check`
+#   make dist      dist/apns-engine-VERSION-linux-x86_64.tar.gz: apns-server, apns-send and
+#                  apns-mock with the Swift runtime linked in, the example config, the
+#                  systemd unit, INSTALL.md (scripts/dist.sh; its own scratch path)
+#   make dist-check  that tarball on a minimal Debian root (debootstrap, cached in
+#                  .dist-root/) with only the libraries it needs, in a chroot: apns-send to
+#                  apns-mock, one notification through apns-server, systemd-analyze verify
+#                  (scripts/dist-check.sh; root; minutes, so in make soak, not make test)
 #   make fuzz      every libFuzzer harness, FUZZ_SECONDS each (default 60)
 #   make sanitize  ASan/UBSan tests of the shim and the mock, a leak check of LEAK_REQUESTS
 #                  (default 100k) requests per transport
@@ -21,10 +29,10 @@
 
 SWIFT      ?= swift
 CONFIG     ?= release
-DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev nghttp2-client nghttp2-server openssl curl python3 time tzdata tinyproxy-bin postgresql chromium chromium-driver python3-venv
+DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev nghttp2-client nghttp2-server openssl curl python3 time tzdata tinyproxy-bin postgresql chromium chromium-driver python3-venv prometheus debootstrap
 DEMO_DIR   := .demo
 
-.PHONY: all deps build demo demo-server test soak keys clean bench bench-server bench-scaleout fuzz sanitize api-venv
+.PHONY: all deps build demo demo-server test soak keys clean bench bench-server bench-scaleout fuzz sanitize api-venv dist dist-check
 
 all: build
 
@@ -71,10 +79,18 @@ soak: deps api-venv
 	scripts/sanitize.sh
 	scripts/api-test.sh --seconds 600
 	scripts/api-test.sh --seconds 600 --postgres
+	$(MAKE) dist-check
 
 # schemathesis and openapi-spec-validator (PyPI) in a virtual environment under ~/.cache, for scripts/api-test.sh.
 api-venv: deps
 	scripts/api-test.sh --install
+
+# The release tarball, and its proof on a bare Debian root (see the top of this file).
+dist: deps
+	SWIFT=$(SWIFT) scripts/dist.sh
+
+dist-check: dist
+	scripts/dist-check.sh
 
 # libFuzzer harnesses (fuzz/), FUZZ_SECONDS each (default 60).
 fuzz: deps
@@ -101,4 +117,4 @@ bench-scaleout: deps
 	scripts/bench-scaleout.sh "$$($(SWIFT) build -c release --show-bin-path)" 30000 3
 
 clean:
-	rm -rf .build .build-asan .build-fuzz $(DEMO_DIR)
+	rm -rf .build .build-asan .build-fuzz .build-dist dist $(DEMO_DIR)

@@ -63,6 +63,8 @@ let package = Package(
             ]
         ),
         .target(name: "APNsMock", dependencies: ["CAPNsMock"]),
+        // The version and the git commit every binary's --version prints (scripts/build-info.sh).
+        .target(name: "CBuildInfo"),
         // apns-server's memory: registry, preferences, outbox, delivery log (SQLite, or PostgreSQL).
         .target(name: "Store", dependencies: [
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -82,7 +84,7 @@ let package = Package(
         .target(
             name: "Service",
             dependencies: [
-                "APNs", "Store", "CServiceCrypto",
+                "APNs", "Store", "CServiceCrypto", "CBuildInfo",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -112,11 +114,11 @@ let package = Package(
         ], path: "Tests/TestServer"),
         .executableTarget(
             name: "apns-send",
-            dependencies: ["APNs", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["APNs", "CBuildInfo", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "apns-mock",
-            dependencies: ["APNsMock", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["APNsMock", "CBuildInfo", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "apns-bench",
@@ -153,7 +155,7 @@ let package = Package(
 // sanitized build does not compile the service's dependencies (NIO, BoringSSL, SQLite,
 // PostgreSQL), which it never runs.
 if Context.environment["APNS_CORE_ONLY"] != nil {
-    let core: Set<String> = ["CAPNs", "CAPNsMock", "APNs", "APNsMock", "apns-send", "apns-mock",
+    let core: Set<String> = ["CAPNs", "CAPNsMock", "CBuildInfo", "APNs", "APNsMock", "apns-send", "apns-mock",
                              "TestSupport", "CAPNsTests", "APNsMockTests", "APNsTests"]
     let coreDependencies = ["swift-log", "swift-metrics", "swift-service-lifecycle", "swift-argument-parser"]
     package.targets.removeAll { !core.contains($0.name) }

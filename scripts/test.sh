@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make test: what CI runs, phase by phase, each timed (scripts/timed.sh), then the total.
 #   resolve      the package's dependencies, fetched once for both builds below
+#   rules        the alert rules: promtool check rules and test rules (check-rules.sh)
 #   build        swift build --build-tests (debug)
 #   tests        the suite, less the engine's races and its fault matrix (ALONE)
 #   checks-build the fuzz harnesses and the sanitized build (fuzz.sh and sanitize.sh
@@ -35,6 +36,7 @@ failed() {
 # Resolved first, so that the sanitized build (its own scratch path) takes the same
 # versions and the two builds never write Package.resolved at once.
 scripts/timed.sh resolve "$swift" package resolve || failed resolve
+scripts/timed.sh rules scripts/check-rules.sh || failed rules
 
 # Its own process group, so that a failed run stops the whole build, compilers included.
 # A new session is a new scheduling group too (Linux's autogroup), and groups share the

@@ -100,6 +100,9 @@ public protocol OutboxStore: Sendable {
     func outboxDepth() async throws(StoreError) -> Int
     /// Those of them not due at `now` (quiet hours, a batching window, a retry's backoff).
     func outboxWaiting(now: Int64) async throws(StoreError) -> Int
+    /// When the longest-due delivery became due (`available_at`, ms), nil when none is
+    /// due at `now`: how long the outbox has kept something waiting that could be sent.
+    func outboxOldestDue(now: Int64) async throws(StoreError) -> Int64?
 }
 
 /// A store that cannot do what was asked: the database is unreachable, or refused.

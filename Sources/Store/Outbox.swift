@@ -365,6 +365,13 @@ extension SQLiteStore {
         }
     }
 
+    public func outboxOldestDue(now: Int64) async throws(StoreError) -> Int64? {
+        // The first row of the (available_at, delivery_id) index: no scan.
+        try await read("read the outbox's oldest due delivery") { db in
+            try Int64.fetchOne(db, sql: "SELECT min(available_at) FROM outbox WHERE available_at <= ?", arguments: [now])
+        }
+    }
+
     /// What an answer from APNs says about the token (the service decided which).
     private static func apply(_ change: DeliveryOutcome.TokenChange, to deviceID: Int64, now: Int64, _ db: Database) throws {
         switch change {

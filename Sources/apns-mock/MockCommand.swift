@@ -14,7 +14,8 @@ struct MockCommand: ParsableCommand {
         and replies with APNs status codes and reasons. Faults are deterministic under --seed. \
         Prints "listening on HOST:PORT" on stdout once serving. Statistics (JSON) go to \
         --stats or stderr on SIGUSR1 and on exit (SIGINT/SIGTERM).
-        """)
+        """,
+        version: buildVersionLine)
 
     @Option(help: "Address to bind (numeric). Non-loopback needs --allow-non-loopback.")
     var host = "127.0.0.1"

@@ -126,7 +126,8 @@ struct Options: ParsableCommand {
             Exit status: 0 every token (message) delivered; 1 some not delivered (malformed tokens \
             or message lines, APNs refusals, unreachable endpoint, interrupted); 2 nothing sent because of a usage, \
             input or configuration error (one line on stderr says which).
-            """
+            """,
+        version: buildVersionLine
     )
 
     @Option(help: "The app's bundle id (APNS_TOPIC); the push type's suffix (.voip, ...) is added when missing. With --messages, for lines without \"topic\".")

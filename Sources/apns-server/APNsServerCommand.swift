@@ -10,7 +10,7 @@ struct APNsServerCommand: AsyncParsableCommand {
         commandName: "apns-server",
         abstract: "The delivery service: HTTP API, durable outbox, APNs workers.",
         discussion: APNsServer.environmentHelp,
-        version: apnsServerVersion,
+        version: apnsServerVersionLine,
         subcommands: [StoreCommand.self])
 
     @Option(help: ArgumentHelp("The YAML configuration (required).", valueName: "FILE.yaml"))

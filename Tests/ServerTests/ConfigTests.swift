@@ -28,6 +28,7 @@ import TestSupport
             ("bad key id", [("key_id: \(pki.keyID)", "key_id: SHORT")], "key id 'SHORT' is not 10 letters or digits"),
             ("wrong field type", [("topic: \(pki.topic)", "topic: [a, b]")], "apps[0].topic must be a string"),
             ("unknown key", [("log_level: warning", "log_level: warning\nlisten_port: 3")], "unknown key listen_port"),
+            ("log format", [("log_level: warning", "log_level: warning\nlog_format: xml")], "log_format must be text or json, not 'xml'"),
             ("postgres without user", [("database: sqlite:var/apns.db", "database: postgres://db/apns")], "database URL: no user"),
             ("postgres bad port", [("database: sqlite:var/apns.db", "database: postgresql://u:s3cret@db:x/apns")], "bad port"),
             ("unknown database", [("database: sqlite:var/apns.db", "database: mysql://u:s3cret@db/apns")], "sqlite:PATH or postgres://"),
@@ -112,7 +113,7 @@ import TestSupport
         #expect(r.stdout.hasPrefix("apns-server: config OK (2 apps, database sqlite:") && !r.stdout.contains("listening"),
                 "\(r.stdout)")
         let version = await Self.run(["--version"])
-        #expect(version.status == 0 && version.stdout == apnsServerVersion + "\n", "\(version.stdout) \(version.stderr)")
+        #expect(version.status == 0 && version.stdout == apnsServerVersionLine + "\n", "\(version.stdout) \(version.stderr)")
         let unknown = await Self.run(["--config", server.configPath, "--frobnicate"])
         #expect(unknown.status == 2 && unknown.stderr.hasPrefix("apns-server: "), "\(unknown.stderr)")
     }

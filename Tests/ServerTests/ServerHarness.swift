@@ -96,6 +96,7 @@ final class ServerProcess: @unchecked Sendable {
         /// `worker.handoff_limit`: nil, the default.
         var handoffLimit: Int?
         var pollMillis = 50
+        var logLevel = "warning"
         var extraTopLevel = ""
         var maxAttempts = 25
         var backoffBaseMillis = 200
@@ -143,7 +144,7 @@ final class ServerProcess: @unchecked Sendable {
             database: \(options.database ?? "sqlite:var/apns.db")
             api_keys_file: api-keys
             user_jwt_secret_file: user-jwt.secret
-            log_level: warning
+            log_level: \(options.logLevel)
             metrics_refresh_ms: 100
             worker:
               batch_size: \(options.batchSize)

@@ -45,6 +45,25 @@ import TestSupport
         }
     }
 
+    /// /metrics' apns_server_outbox_oldest_due_seconds: a delivery not due yet is not
+    /// waiting; one released for a later attempt is due again from then.
+    @Test(arguments: StoreKind.allCases) func theOldestDueDeliveryIsTheOneDueLongest(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            #expect(try await store.outboxOldestDue(now: 1_000) == nil, "an empty outbox")
+            try await Self.enqueue(store, "n1", [Self.delivery("later", device: 1, notBefore: 9_000)], now: 1_000)
+            #expect(try await store.outboxOldestDue(now: 8_999) == nil, "not due yet")
+            try await Self.enqueue(store, "n2", [Self.delivery("a", device: 2)], now: 2_000)
+            try await Self.enqueue(store, "n3", [Self.delivery("b", device: 3)], now: 3_000)
+            #expect(try await store.outboxOldestDue(now: 4_000) == 2_000)
+            #expect(try await store.outboxOldestDue(now: 9_000) == 2_000)
+            let a = try #require(try await store.claim(worker: "w", limit: 1, leaseMillis: 60_000, now: 4_000).first)
+            #expect(a.delivery.apnsID == "a")
+            try await store.release(worker: "w", deliveryIDs: [a.id], availableAt: 20_000, now: 4_500)
+            #expect(try await store.outboxOldestDue(now: 5_000) == 3_000, "a waits for its retry")
+            #expect(try await store.outboxOldestDue(now: 30_000) == 3_000)
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func aWindowHasOneCarrierAndKeepsEveryMember(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
             func member(_ n: Int, device: Int64 = 1, key: String = "job-1", at now: Int64) -> NewDelivery {

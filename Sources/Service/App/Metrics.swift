@@ -10,6 +10,7 @@ final class ServiceMetrics: Sendable {
     let latency: DurationHistogram
     let outboxDepth: Prometheus.Gauge
     let outboxWaiting: Prometheus.Gauge
+    let outboxOldestDue: Prometheus.Gauge
     let known: [String: Set<String>]
     /// The same outcomes, second by second over the last hour (the console's chart).
     let rates: DeliveryRates
@@ -27,6 +28,9 @@ final class ServiceMetrics: Sendable {
         outboxWaiting = registry.makeGauge(descriptor: .init(
             namespace: "apns_server", metricName: "outbox_waiting", unitName: "",
             helpText: "Deliveries in the outbox not due yet (quiet hours, batching windows, retry backoff)"))
+        outboxOldestDue = registry.makeGauge(descriptor: .init(
+            namespace: "apns_server", metricName: "outbox_oldest_due", unitName: "seconds",
+            helpText: "How long the longest-due delivery in the outbox has been due (0: none due)"))
         known = Dictionary(uniqueKeysWithValues: config.apps.map {
             ($0.appType, Set($0.preferenceByType.map(\.type)).union($0.types.keys))
         })

@@ -18,16 +18,28 @@ public enum APNsServer {
         \(ServerConfig.environmentVariables.map { "  \($0.name) (\($0.key))" }.joined(separator: "\n"))
         """
 
-    /// The process's log: stderr at the config's level. For executables, once, before
-    /// anything logs; the library itself never sets a process-wide handler.
+    /// The process's log: stderr at the config's level, as text or as JSON lines
+    /// (`log_format`). For executables, once, before anything logs; the library itself
+    /// never sets a process-wide handler. The returned logger, made by the same factory,
+    /// is the one the service is handed; the process-wide one is for the libraries'
+    /// own loggers (Hummingbird's, the engine's).
     public static func bootstrapLogging(_ config: ServerConfig) -> Logger {
+        let factory = logHandlerFactory(config)
+        LoggingSystem.bootstrap(factory)
+        return Logger(label: "apns-server", factory: factory)
+    }
+
+    /// Handlers for `config`'s level and format.
+    public static func logHandlerFactory(_ config: ServerConfig) -> @Sendable (String) -> any LogHandler {
         let level = Logger.Level(rawValue: config.logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
+        if config.logFormat == "json" {
+            return { label in JSONLogHandler(label: label, level: level) }
+        }
+        return { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
         }
-        return Logger(label: "apns-server")
     }
 
     /// The process's metrics (the engine's `apns_*` included) in the registry that

@@ -32,6 +32,8 @@ public struct ServerConfig: Sendable {
     /// A connection that sends nothing for this long is closed (slow clients).
     public var idleTimeoutSeconds: Int
     public var logLevel: String
+    /// `log_format`: "text" (swift-log's lines) or "json" (`JSONLogHandler`: one object a line).
+    public var logFormat = "text"
 
     // Connections, shutdown and /metrics (see `ConnectionGuard`, `ShutdownGrace`, `OpsRoutes`).
     /// A request, head and body, must arrive within this long of its first byte,

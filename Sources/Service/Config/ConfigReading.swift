@@ -18,6 +18,7 @@ extension ServerConfig {
         ("APNS_SERVER_USER_JWT_SECRET_FILE", "user_jwt_secret_file"),
         ("APNS_SERVER_MAX_BODY_BYTES", "max_body_bytes"),
         ("APNS_SERVER_LOG_LEVEL", "log_level"),
+        ("APNS_SERVER_LOG_FORMAT", "log_format"),
         ("APNS_SERVER_BATCH_SIZE", "worker.batch_size"),
         ("APNS_SERVER_WORKERS", "worker.concurrency"),
         ("APNS_SERVER_LEASE_SECONDS", "worker.lease_seconds"),
@@ -89,6 +90,10 @@ extension ServerConfig {
         let logLevel = try string("log_level", required: false) ?? "info"
         guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(logLevel) else {
             throw ConfigError("log_level must be one of trace, debug, info, notice, warning, error, critical, not '\(logLevel)'")
+        }
+        let logFormat = try string("log_format", required: false) ?? "text"
+        guard ["text", "json"].contains(logFormat) else {
+            throw ConfigError("log_format must be text or json, not '\(logFormat)'")
         }
 
         var worker = WorkerConfig()
@@ -183,6 +188,7 @@ extension ServerConfig {
         var config = ServerConfig(listenHost: host, listenPort: port, database: parsedDatabase, apiKeys: apiKeys,
                                   userJWTSecret: secret, apps: apps, worker: worker, maxBodyBytes: maxBody,
                                   idleTimeoutSeconds: idle, logLevel: logLevel)
+        config.logFormat = logFormat
         config.retention = retention
         config.idempotencyRetentionHours = idempotencyHours
         config.scheduleHorizonDays = horizonDays

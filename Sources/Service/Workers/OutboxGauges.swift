@@ -2,7 +2,7 @@ import Logging
 import ServiceLifecycle
 import Store
 
-/// Keeps `/metrics`' outbox gauges (depth, waiting) current: counted every
+/// Keeps `/metrics`' outbox gauges (depth, waiting, oldest due) current: counted every
 /// `metrics_refresh_ms` by this service, never by a scrape, so that however often
 /// (or by whom) `/metrics` is asked, the outbox is counted at one fixed rate.
 final class OutboxGauges: Service, Sendable {
@@ -32,7 +32,10 @@ final class OutboxGauges: Service, Sendable {
     func refresh() async {
         do {
             metrics.outboxDepth.set(Int64(try await store.outboxDepth()))
-            metrics.outboxWaiting.set(Int64(try await store.outboxWaiting(now: clock.nowMillis)))
+            let now = clock.nowMillis
+            metrics.outboxWaiting.set(Int64(try await store.outboxWaiting(now: now)))
+            let oldestDue = try await store.outboxOldestDue(now: now)
+            metrics.outboxOldestDue.set(Double(max(0, now - (oldestDue ?? now))) / 1000)
         } catch {
             logger.warning("outbox depth unavailable", metadata: ["error": "\(error)"])
         }

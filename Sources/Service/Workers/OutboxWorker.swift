@@ -120,7 +120,7 @@ final class OutboxWorker: Service, Sendable {
 
         let (jobs, jobQueue) = AsyncStream.makeStream(of: OutcomeSink.Job.self)
         let sink = OutcomeSink(worker: worker, clock: clock, metrics: metrics, held: held, config: config.worker, jobs: jobQueue,
-                               shuttingDown: { [self] in isStopping })
+                               logger: logger, shuttingDown: { [self] in isStopping })
         let writer = Task { [store, clock, logger, wakeup] in
             for await job in jobs {
                 await job.perform(store: store, clock: clock, worker: worker, held: held, wakeup: wakeup, logger: logger)
@@ -332,6 +332,7 @@ final class OutcomeSink: Sendable {
     let held: HeldSet
     let config: ServerConfig.WorkerConfig
     let jobs: AsyncStream<Job>.Continuation
+    let logger: Logger
     let shuttingDown: @Sendable () -> Bool
 
     private struct State {
@@ -403,13 +404,14 @@ final class OutcomeSink: Sendable {
     }
 
     init(worker: String, clock: any ServiceClock, metrics: ServiceMetrics, held: HeldSet, config: ServerConfig.WorkerConfig,
-         jobs: AsyncStream<Job>.Continuation, shuttingDown: @escaping @Sendable () -> Bool) {
+         jobs: AsyncStream<Job>.Continuation, logger: Logger, shuttingDown: @escaping @Sendable () -> Bool) {
         self.worker = worker
         self.clock = clock
         self.metrics = metrics
         self.held = held
         self.config = config
         self.jobs = jobs
+        self.logger = logger
         self.shuttingDown = shuttingDown
     }
 
@@ -425,19 +427,33 @@ final class OutcomeSink: Sendable {
         case .final(let final):
             outcome = (final, claimed.appType, type)
         case .release(let reason):
-            if Self.keyRefusals.contains(reason) { metrics.keyRefused(app: claimed.appType, reason: reason) }
+            if Self.keyRefusals.contains(reason) {
+                metrics.keyRefused(app: claimed.appType, reason: reason)
+                logger.error("APNs refused the app's provider key for this environment",
+                             metadata: Self.fields(claimed, reason: reason))
+            }
             let attempts = claimed.attempts + 1
             if attempts >= config.maxAttempts {
                 outcome = (DeliveryOutcome(deliveryID: claimed.id, delivered: false, status: 0, reason: reason,
                                            timestamp: now, attempts: attempts), claimed.appType, type)
             } else {
                 metrics.released(app: claimed.appType, reason: reason)
+                logger.debug("delivery put back in the outbox", metadata: Self.fields(claimed, reason: reason))
                 // Going down: the next process should pick these up at once.
                 let delay = shuttingDown() ? 0 : Self.backoff(attempts: attempts, config: config)
                 release = (now + delay, claimed.id)
             }
         case .otherEnvironment(let environment):
             jobs.yield(.retry(claimed.id, environment: environment))
+        }
+        if let final = outcome?.0 {
+            if final.delivered {
+                logger.debug("delivered", metadata: Self.fields(claimed, reason: nil))
+            } else {
+                var fields = Self.fields(claimed, reason: final.reason ?? "Unknown")
+                fields["status"] = "\(final.status)"
+                logger.info("delivery failed", metadata: fields)
+            }
         }
         state.withLock { s in
             s.undecided -= 1
@@ -451,6 +467,14 @@ final class OutcomeSink: Sendable {
                 flush(&s)
             }
         }
+    }
+
+    /// A delivery's fields in the log (never its token or its payload).
+    static func fields(_ claimed: ClaimedDelivery, reason: String?) -> Logger.Metadata {
+        var fields: Logger.Metadata = ["notification_id": "\(claimed.notificationID)",
+                                       "apns_id": "\(claimed.delivery.apnsID)", "app": "\(claimed.appType)"]
+        if let reason { fields["reason"] = "\(reason)" }
+        return fields
     }
 
     /// Answers that refuse the provider key itself for this environment: every

@@ -340,6 +340,16 @@ extension PostgresStore {
         }
     }
 
+    public func outboxOldestDue(now: Int64) async throws(StoreError) -> Int64? {
+        do {
+            return try await rows("read the outbox's oldest due delivery",
+                                  "SELECT min(available_at) FROM outbox WHERE available_at <= \(now)")[0]
+                .get(0, Int64?.self)
+        } catch {
+            throw StoreError(postgres: error, "read the outbox's oldest due delivery", configuration)
+        }
+    }
+
     /// What an answer from APNs says about the token (the service decided which).
     private static func apply(_ change: DeliveryOutcome.TokenChange, to deviceID: Int64, now: Int64,
                               _ db: PostgresConnection) async throws {

@@ -114,6 +114,9 @@ struct BackendRoutes: Sendable {
                                                                     skippedPreferences: 0, skippedNoDevices: 0).json)
             }
             let result = try await fanOut.run(checked, notificationID: id)
+            context.logger.info("notification accepted", metadata: [
+                "notification_id": "\(result.notificationID)", "app": "\(checked.app.appType)", "type": "\(checked.type)",
+                "deliveries": "\(result.deliveries)"])
             if result.deliveries > 0 { worker.wake() }
             return .init(status: .accepted, body: result.json)
         }

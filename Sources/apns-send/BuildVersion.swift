@@ -1,0 +1,4 @@
+import CBuildInfo
+
+/// What `--version` prints: the release and the git commit it was built from.
+let buildVersionLine = "\(String(cString: apns_build_version())) (commit \(String(cString: apns_build_commit())))"

@@ -1,0 +1,22 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `--version` on every shipped binary: one line, the same on all three, naming the
+/// release and the commit it was built from (`unknown` where the tree was not a git
+/// checkout; `make dist-check` checks a release's against its checkout's HEAD).
+@Suite struct VersionTests {
+    @Test func everyBinaryPrintsTheReleaseAndTheCommit() async throws {
+        var lines: [String] = []
+        for name in ["apns-server", "apns-send", "apns-mock"] {
+            let r = await TestSupport.run(Package.executable(name), ["--version"], timeout: 60)
+            #expect(r.status == 0 && r.stderr.isEmpty, "\(name): \(r.status) \(r.stderr)")
+            let line = r.stdout.trimmingCharacters(in: .newlines)
+            #expect(r.stdout == line + "\n", "\(name): one line, not \(r.stdout)")
+            #expect(line.wholeMatch(of: /[0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)/) != nil,
+                    "\(name): \(line)")
+            lines.append(line)
+        }
+        #expect(Set(lines).count == 1, "one build, one version: \(lines)")
+    }
+}
