@@ -291,19 +291,8 @@ enum ConsoleScript {
           el("span", { class: "state-delivered" }, String(n.summary.delivered)),
           el("span", { class: "state-failed" }, String(n.summary.failed)),
           el("span", { class: "state-pending" }, String(n.summary.pending))]);
-        const container = into || el("div", {});
-        if (!into) {
-          view().replaceChildren(el("h2", {}, "Recent notifications"), container);
-          container.append(rows.length ? table("notifications", columns, rows)
-            : el("p", { class: "muted" }, "No notifications yet."));
-        } else {
-          const body = container.querySelector("tbody");
-          for (const cells of rows) body.append(el("tr", {}, cells.map((c, i) => el("td", { "data-label": columns[i] }, c))));
-        }
-        const old = container.querySelector(".more");
-        if (old) old.remove();
-        if (data.next) container.append(el("button", { type: "button", class: "more secondary",
-          onclick: () => notificationsPage(data.next, container).catch(showError) }, "More notifications"));
+        showPage(into, data.next, rows, { title: "Recent notifications", name: "notifications", columns,
+          empty: "No notifications yet.", more: "More notifications", next: notificationsPage });
       }
 
       async function deactivatedPage(after, into) {
@@ -312,19 +301,26 @@ enum ConsoleScript {
         const rows = data.tokens.map((d) => [time(d.deactivated_at), userLink(d.user_id), d.app_type, d.environment,
           el("span", { class: "inactive" }, d.deactivated_reason || "?"), el("span", { class: "mono", title: d.token }, short(d.token)),
           time(d.last_used_at)]);
+        showPage(into, data.next, rows, { title: "Tokens deactivated in the last " + data.hours + " hours",
+          name: "deactivated", columns, empty: "No token was deactivated in that time.", more: "More tokens",
+          next: deactivatedPage });
+      }
+
+      // A list's first page as a new view, or a later page appended to the table shown
+      // (into), with a "More" button that fetches the page after it.
+      function showPage(into, next, rows, list) {
         const container = into || el("div", {});
         if (!into) {
-          view().replaceChildren(el("h2", {}, "Tokens deactivated in the last " + data.hours + " hours"), container);
-          container.append(rows.length ? table("deactivated", columns, rows)
-            : el("p", { class: "muted" }, "No token was deactivated in that time."));
+          view().replaceChildren(el("h2", {}, list.title), container);
+          container.append(rows.length ? table(list.name, list.columns, rows) : el("p", { class: "muted" }, list.empty));
         } else {
           const body = container.querySelector("tbody");
-          for (const cells of rows) body.append(el("tr", {}, cells.map((c, i) => el("td", { "data-label": columns[i] }, c))));
+          for (const cells of rows) body.append(el("tr", {}, cells.map((c, i) => el("td", { "data-label": list.columns[i] }, c))));
         }
         const old = container.querySelector(".more");
         if (old) old.remove();
-        if (data.next) container.append(el("button", { type: "button", class: "more secondary",
-          onclick: () => deactivatedPage(data.next, container).catch(showError) }, "More tokens"));
+        if (next) container.append(el("button", { type: "button", class: "more secondary",
+          onclick: () => list.next(next, container).catch(showError) }, list.more));
       }
 
       // The last hour from the server's own counters, redrawn every 5 s.
