@@ -682,7 +682,10 @@ static void finish(curl_transport *t, xfer *x, CURLcode rc)
 
 /* Transfers that ran out of time end oldest deadline first, as queued ones do
  * (capns__expire_queued): libcurl reports the transfers it timed out in one pass
- * in the order they were added, and a resend is added ahead of older requests. */
+ * in the order they were added, and a resend is added ahead of older requests.
+ * Queued requests whose deadline passed too, and came before a late transfer's, end
+ * before it: a sender thread that ran late between start_queued and here finds a
+ * queued request and a newer transfer due at once. */
 #define LATE_MAX 64
 
 static void reap(curl_transport *t)
@@ -708,8 +711,14 @@ static void reap(curl_transport *t)
             late[j] = late[j - 1];
         late[j] = x;
     }
-    for (size_t i = 0; i < n_late; i++)
+    int timeout = t->s->cfg.request_timeout_ms;
+    int64_t due = timeout > 0 ? capns__now_ns() - (int64_t)timeout * 1000000 : INT64_MIN;
+    for (size_t i = 0; i < n_late; i++) {
+        int64_t older = late[i]->q.submitted_ns < due ? late[i]->q.submitted_ns : due;
+        if (capns__oldest_queued_ns(t->s) <= older)
+            capns__expire_queued(t->s, older);
         finish(t, late[i], CURLE_OPERATION_TIMEDOUT);
+    }
 }
 
 /* On stop: every busy transfer ends CANCELLED, exactly once. */
