@@ -138,10 +138,13 @@ EOF
 
 # positive_data_acceptance is left out: the server refuses more than a schema can say
 # (an unknown preference key, user_ids and company_id both, send_at past the horizon),
-# each with a documented 400. One worker: the machine's other core serves.
+# each with a documented 400. use_after_free is left out too: DELETE on a notification
+# cancels what has not gone yet, and the notification and its log stay readable (its
+# deliveries `cancelled`), as the document says; a 404 there would hide what was sent.
+# One worker: the machine's other core serves.
 status=0
 "$venv/bin/st" --config-file "$out/schemathesis.toml" --no-color run "$base/openapi.json" \
-  --checks all --exclude-checks positive_data_acceptance --max-time "$seconds" --workers 1 --request-timeout 120 --generation-database none \
+  --checks all --exclude-checks positive_data_acceptance,use_after_free --max-time "$seconds" --workers 1 --request-timeout 120 --generation-database none \
   --report junit --report-dir "$out/report" --suppress-health-check too_slow,filter_too_much \
   >"$out/schemathesis.log" 2>&1 || status=$?
 if [ $status != 0 ]; then cat "$out/schemathesis.log"; else sed -n '/Examples (in/,$p' "$out/schemathesis.log"; fi

@@ -42,7 +42,11 @@ final class ServerProcess: @unchecked Sendable {
         return (try? String(contentsOf: log, encoding: .utf8)) ?? ""
     }
 
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    /// The log goes with the server: a suite starts hundreds, and /tmp would keep them all.
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: log)
+    }
 
     /// nghttpd (Debian package nghttp2-server): HTTP/2 over TLS with ALPN h2, answering 404
     /// to every POST (its docroot is empty), with the given SETTINGS_MAX_CONCURRENT_STREAMS.

@@ -188,6 +188,39 @@ import TestSupport
     }
 
     /// Every support route answers a missing or wrong key as the rest of the API does.
+    /// A path names a user as a body does: `/v1/users/a%20b/…` is the user "a b", on
+    /// every route that takes one. An escape that hides a control character, or is not
+    /// UTF-8, is a 400 that stores nothing.
+    @Test(arguments: ServerStore.allCases)
+    func aUserIDInThePathIsPercentDecoded(_ store: ServerStore) async throws {
+        let t = Harness.tokens(3, seed: 730)
+        try await withServer(store) { server in
+            await BackendAPITests.register(server, user: "ana%20m%2F1", token: t[0])
+            let bulk = await server.backend("POST", "/v1/device-tokens",
+                #"{"devices":[{"user_id":"ana m/1","deviceToken":"\#(t[1])","platform":"ios","appType":"staff"}]}"#)
+            #expect(bulk.status == 200, "\(bulk.body)")
+            let devices = await server.backend("GET", "/v1/users/ana%20m%2F1/device-tokens")
+            #expect(devices.json["user_id"] as? String == "ana m/1")
+            let tokens = (devices.json["tokens"] as? [[String: Any]])?.compactMap { $0["token"] as? String }
+            #expect(tokens?.sorted() == [t[0], t[1]].sorted(), "one user, whichever way it was named")
+            #expect((await server.backend("GET", "/v1/users/ana%20m%2F1/deliveries")).status == 200)
+
+            for bad in ["a%15b", "a%0Ab", "a%zz", "%C3", "%FF"] {
+                let r = await server.backend("POST", "/v1/users/\(bad)/device-tokens",
+                    #"{"deviceToken":"\#(t[2])","platform":"ios","appType":"staff"}"#)
+                #expect(r.status == 400, "\(bad): \(r.body)")
+                #expect(await server.backend("GET", "/v1/users/\(bad)/device-tokens").status == 400, "\(bad)")
+                let live = await server.backend("POST", "/v1/users/\(bad)/live-activity-tokens",
+                    #"{"pushToken":"\#(t[2])","appType":"staff","attributesType":"RepairAttributes"}"#)
+                #expect(live.status == 400, "\(bad): \(live.body)")
+            }
+            #expect((await server.backend("GET", "/v1/users/a%15b/device-tokens")).body
+                    == #"{"success":false,"error":"user id must be 1 to 256 characters"}"#)
+            #expect((await server.backend("GET", "/v1/users/a%zz/device-tokens")).body
+                    == #"{"success":false,"error":"user_id in the path is not percent-encoded UTF-8"}"#)
+        }
+    }
+
     @Test func everySupportRouteNeedsTheAPIKey() async throws {
         try await withServer(.sqlite) { server in
             let routes = [("GET", "/v1/users/u/device-tokens"), ("GET", "/v1/users/u/push-preferences"),

@@ -390,7 +390,7 @@ enum OpenAPIDocument {
       },
       "delete": {
         "operationId": "cancelNotification", "tags": ["backend"], "summary": "Cancel what has not gone yet.",
-        "description": "A scheduled notification not yet fanned out is cancelled whole (its log, `state: cancelled`). For one already fanned out, every delivery no worker holds yet (due, held by quiet hours or a batching window, back for a retry) becomes `cancelled`; what went or is in a worker's hands is counted and left alone. 409 while a schedule is being fanned out, or when it was superseded or failed.",
+        "description": "A scheduled notification not yet fanned out is cancelled whole (its log, `state: cancelled`). For one already fanned out, every delivery no worker holds yet (due, held by quiet hours or a batching window, back for a retry) becomes `cancelled`; what went or is in a worker's hands is counted and left alone. The notification stays readable afterwards, its cancelled deliveries in the log. 409 while a schedule is being fanned out, or when it was superseded or failed.",
         "security": [{"apiKey": []}],
         "parameters": [{"$ref": "#/components/parameters/NotificationID"}],
         "responses": {

@@ -24,9 +24,7 @@ struct BackendRoutes: Sendable {
     }
 
     @Sendable func registerDevice(_ request: Request, context: ServiceContext) async throws -> Response {
-        guard let userID = context.parameters.get("user_id"), Registration.isIdentifier(userID) else {
-            throw APIError.badRequest("user id must be 1 to 256 characters")
-        }
+        let userID = try context.pathUserID()
         let json = try await body.object(request)
         var companyID: String?
         if let c = json["company_id"], !c.isNull {
@@ -143,7 +141,7 @@ struct BackendRoutes: Sendable {
     /// retry) becomes `cancelled`; what went already or a worker holds now is counted
     /// in the answer and left to finish.
     @Sendable func cancel(_ request: Request, context: ServiceContext) async throws -> Response {
-        let id = context.parameters.get("id") ?? ""
+        let id = try context.pathParameter("id")
         let now = clock.nowMillis
         if let row = try await store.cancelSchedule(id: id, now: now) {
             switch row.state {
@@ -203,7 +201,7 @@ struct BackendRoutes: Sendable {
     }
 
     @Sendable func notification(_ request: Request, context: ServiceContext) async throws -> Response {
-        let id = context.parameters.get("id") ?? ""
+        let id = try context.pathParameter("id")
         let query = request.uri.queryParameters
         let (limit, after) = try BackendRoutes.page(query)
         let body = try await BackendRoutes.notificationJSON(store, id: id, limit: limit, after: after)

@@ -177,7 +177,7 @@ struct ChannelRoutes: Sendable {
     }
 
     @Sendable func broadcastLog(_ request: Request, context: ServiceContext) async throws -> Response {
-        let id = context.parameters.get("id") ?? ""
+        let id = try context.pathParameter("id")
         guard let b = try await store.broadcast(id: id) else { throw APIError.notFound("broadcast not found") }
         return JSONResponse.ok(.object([
             ("broadcast_id", .string(b.id)),
@@ -279,9 +279,9 @@ struct ChannelRoutes: Sendable {
 
     func pathKey(_ request: Request, _ context: ServiceContext, environment: JSON? = nil) throws(APIError) -> ChannelKey {
         let env = environment ?? request.uri.queryParameters["environment"].map { JSON.string(String($0)) }
-        return try Self.key(appType: context.parameters.get("app_type") ?? "",
-                            entityType: context.parameters.get("entity_type"),
-                            entityID: context.parameters.get("entity_id"), environment: env, config: config)
+        return try Self.key(appType: context.pathParameter("app_type"),
+                            entityType: context.pathParameter("entity_type"),
+                            entityID: context.pathParameter("entity_id"), environment: env, config: config)
     }
 
     func client(_ key: ChannelKey) throws(APIError) -> BroadcastClient {

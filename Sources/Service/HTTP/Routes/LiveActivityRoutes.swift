@@ -108,9 +108,7 @@ struct LiveActivityRoutes: Sendable {
     }
 
     @Sendable func registerForUser(_ request: Request, context: ServiceContext) async throws -> Response {
-        guard let userID = context.parameters.get("user_id"), Registration.isIdentifier(userID) else {
-            throw APIError.badRequest("user id must be 1 to 256 characters")
-        }
+        let userID = try context.pathUserID()
         let registration = try Self.parse(try await body.object(request), userID: userID, config: config)
         try await save(registration)
         return JSONResponse.success(message: "Live Activity token registered successfully")

@@ -35,21 +35,14 @@ struct SupportRoutes: Sendable {
     static let defaultDeactivatedHours = 168
     static let maxDeactivatedHours = 24 * 90
 
-    func userID(_ context: ServiceContext) throws(APIError) -> String {
-        guard let id = context.parameters.get("user_id"), Registration.isIdentifier(id) else {
-            throw .badRequest("user id must be 1 to 256 characters")
-        }
-        return id
-    }
-
     @Sendable func devices(_ request: Request, context: ServiceContext) async throws -> Response {
-        let user = try userID(context)
+        let user = try context.pathUserID()
         let rows = try await store.userDevices(userID: user)
         return JSONResponse.ok(.object([("user_id", .string(user)), ("tokens", .array(rows.map(Self.json)))]))
     }
 
     @Sendable func preferences(_ request: Request, context: ServiceContext) async throws -> Response {
-        let user = try userID(context)
+        let user = try context.pathUserID()
         var apps = config.apps
         if let name = request.uri.queryParameters["app_type"] {
             guard let app = config.app(String(name)) else { throw APIError.badRequest("unknown app_type") }
@@ -64,7 +57,7 @@ struct SupportRoutes: Sendable {
     }
 
     @Sendable func deliveries(_ request: Request, context: ServiceContext) async throws -> Response {
-        let user = try userID(context)
+        let user = try context.pathUserID()
         let (limit, after) = try Self.page(request.uri.queryParameters)
         let before: Int64?
         if let after {
@@ -119,7 +112,7 @@ struct SupportRoutes: Sendable {
     /// tokens, through the outbox like any notification (type `test`), so its answer
     /// is in the log: `GET /v1/deliveries?apns_id=` shows it arrive.
     @Sendable func testPush(_ request: Request, context: ServiceContext) async throws -> Response {
-        let user = try userID(context)
+        let user = try context.pathUserID()
         let json = try await body.object(request)
         guard case .object(let members) = json else { throw APIError.badRequest("the body must be a JSON object") }
         for (key, _) in members where key != "device_id" && key != "alert" {
