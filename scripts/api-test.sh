@@ -51,7 +51,7 @@ rm -rf "$out"; mkdir -p "$out"; out=$(cd "$out" && pwd)
 scripts/gen-pki.sh "$out/pki"
 . "$out/pki/ids.env"
 . scripts/lib/mock.sh
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. scripts/lib/server.sh
 
 mock= server= pgdata=
 cleanup() {
@@ -100,11 +100,7 @@ port=$(free_port)
 base=http://127.0.0.1:$port
 APNS_SERVER_LISTEN=127.0.0.1:$port "$bin/apns-server" --config "$out/apns-server.yaml" 2>"$out/server.err" &
 server=$!
-for _ in $(seq 300); do
-  curl -sf "$base/health" >/dev/null 2>&1 && break
-  kill -0 $server 2>/dev/null || { cat "$out/server.err" >&2; exit 1; }
-  sleep 0.1
-done
+wait_healthy "$base" $server "$out/server.err" || exit 1
 
 # An app user's HS256 JWT, as the apps' auth backend signs one (sub: staff-1, the
 # seed examples' user), valid for a day.

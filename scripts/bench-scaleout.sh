@@ -28,7 +28,7 @@ scripts/gen-pki.sh "$dir/pki" >/dev/null
 . "$dir/pki/ids.env"
 . "$(dirname "$0")/lib/mock.sh"
 . "$(dirname "$0")/lib/server-config.sh"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/lib/server.sh"
 now() { date +%s.%N; }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
@@ -66,8 +66,7 @@ start_server() {
   server_config "$port" "$2" "$mock_port" "$batch" >"$dir/$1.yaml"
   "$bin/apns-server" --config "$dir/$1.yaml" 2>"$dir/$1.err" &
   servers+=($!)
-  for _ in $(seq 300); do curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && return; sleep 0.1; done
-  echo "apns-server $1 did not start: $(cat "$dir/$1.err")" >&2; exit 1
+  wait_healthy "http://127.0.0.1:$port" $! "$dir/$1.err" || exit 1
 }
 stop_servers() {
   for p in "${servers[@]}"; do kill -TERM "$p"; done

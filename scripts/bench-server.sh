@@ -4,20 +4,45 @@
 # vs apns-send with the same tokens and payload. Median of RUNS; peak RSS of each.
 #   Usage: scripts/bench-server.sh [BIN_DIR] [N=100000] [RUNS=3]
 # BIN_DIR defaults to the release build (swift build -c release).
+# BENCH_SERVER_FEATURES=1: the same with what a backend turns on: every POST carries an
+# Idempotency-Key, and signed webhooks (token.deactivated, delivery.failed,
+# notification.completed) go to a local receiver while 1 % of the tokens are
+# unregistered (410), for both tools alike. Run it alternately with and without,
+# and compare the ratios to apns-send, each taken in its own run.
 set -euo pipefail
 bin=${1:-$(swift build -c release --show-bin-path)}
 n=${2:-100000}; runs=${3:-3}
 dir=$(mktemp -d /tmp/apns-bench-server.XXXXXX)
-trap 'kill $server $mock 2>/dev/null; wait $server $mock 2>/dev/null || true; rm -rf "$dir"' EXIT
-server=; mock=
+trap 'kill $server $mock $receiver 2>/dev/null; wait $server $mock $receiver 2>/dev/null || true; rm -rf "$dir"' EXIT
+server=; mock=; receiver=
+features=${BENCH_SERVER_FEATURES:-0}
 scripts/gen-pki.sh "$dir/pki"
 . "$dir/pki/ids.env"
 . "$(dirname "$0")/lib/mock.sh"
 . "$(dirname "$0")/lib/server-config.sh"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/lib/server.sh"
 peak_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 
-"$bin/apns-mock" --port 0 --cert "$dir/pki/server.crt" --key "$dir/pki/server.key" \
+# N distinct tokens, one user each (the costliest fan-out: one preference and
+# device look-up per user), seeded 1000 a request through the bulk path.
+python3 - "$n" "$dir" <<'PY'
+import json, random, sys, time
+n, d = int(sys.argv[1]), sys.argv[2]
+rng = random.Random(42)
+tokens = ["%064x" % rng.getrandbits(256) for _ in range(n)]
+open(f"{d}/tokens.txt", "w").write("\n".join(tokens) + "\n")
+# Unregistered after they are seeded (APNs' timestamp later than the registration), so
+# each 410 deactivates its token.
+later = int((time.time() + 3600) * 1000)
+open(f"{d}/unregistered.txt", "w").write("".join(f"{t},{later}\n" for t in tokens[::100]))
+for i in range(0, n, 1000):
+    devices = [{"user_id": f"u{j}", "company_id": "bench", "deviceToken": tokens[j], "platform": "ios", "appType": "staff"}
+               for j in range(i, min(i + 1000, n))]
+    open(f"{d}/seed-{i // 1000:05d}.json", "w").write(json.dumps({"devices": devices}))
+PY
+mock_args=()
+[ "$features" = 1 ] && mock_args=(--unregistered "$dir/unregistered.txt")
+"$bin/apns-mock" --port 0 --cert "$dir/pki/server.crt" --key "$dir/pki/server.key" "${mock_args[@]}" \
   --auth-key "$dir/pki/AuthKey_$KEY_ID.p8" --team-id "$TEAM_ID" --topic "$TOPIC" >"$dir/mock.out" 2>"$dir/mock.err" &
 mock=$!
 mock_port=$(mock_port "$dir/mock.out" "$dir/mock.err" $mock) || exit 1
@@ -26,23 +51,34 @@ api_key=$(openssl rand -hex 24); echo "$api_key" >"$dir/api-keys"; openssl rand 
 chmod 600 "$dir/api-keys" "$dir/user-jwt.secret"
 port=$(free_port); base=http://127.0.0.1:$port
 server_config "$port" "sqlite:$dir/apns.db" "$mock_port" >"$dir/apns-server.yaml"
+idempotency=()
+if [ "$features" = 1 ]; then
+  # The receiver answers every event at once and counts them (one line each).
+  hook_port=$(free_port)
+  python3 - "$hook_port" "$dir/events.log" <<'PY' &
+import http.server, sys
+log = open(sys.argv[2], "a", buffering=1)
+class Hook(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        log.write(self.headers.get("APNs-Server-Event-Type", "event") + "\n")
+        self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *args): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Hook).serve_forever()
+PY
+  receiver=$!
+  openssl rand -hex 32 >"$dir/webhook.secret"
+  cat >>"$dir/apns-server.yaml" <<YAML
+webhooks:
+  - url: http://127.0.0.1:$hook_port/hooks/apns
+    secret_file: webhook.secret
+    events: [token.deactivated, delivery.failed, notification.completed]
+YAML
+fi
 "$bin/apns-server" --config "$dir/apns-server.yaml" 2>"$dir/server.err" &
 server=$!
-for _ in $(seq 100); do curl -sf "$base/health" >/dev/null 2>&1 && break; sleep 0.1; done
+wait_healthy "$base" $server "$dir/server.err" || exit 1
 
-# N distinct tokens, one user each (the costliest fan-out: one preference and
-# device look-up per user), seeded 1000 a request through the bulk path.
-python3 - "$n" "$dir" <<'PY'
-import json, random, sys
-n, d = int(sys.argv[1]), sys.argv[2]
-rng = random.Random(42)
-tokens = ["%064x" % rng.getrandbits(256) for _ in range(n)]
-open(f"{d}/tokens.txt", "w").write("\n".join(tokens) + "\n")
-for i in range(0, n, 1000):
-    devices = [{"user_id": f"u{j}", "company_id": "bench", "deviceToken": tokens[j], "platform": "ios", "appType": "staff"}
-               for j in range(i, min(i + 1000, n))]
-    open(f"{d}/seed-{i // 1000:05d}.json", "w").write(json.dumps({"devices": devices}))
-PY
 start=$(date +%s.%N)
 for f in "$dir"/seed-*.json; do
   curl -sf -X POST "$base/v1/device-tokens" -H "Authorization: Bearer $api_key" -H "Content-Type: application/json" \
@@ -58,8 +94,9 @@ depth() { python3 -c "import sqlite3; print(sqlite3.connect('$dir/apns.db', time
 
 service_rates=()
 for r in $(seq "$runs"); do
+  [ "$features" = 1 ] && idempotency=(-H "Idempotency-Key: bench-$r-$(openssl rand -hex 8)")
   t0=$(date +%s.%N)
-  reply=$(curl -s -X POST "$base/v1/notifications" -H "Authorization: Bearer $api_key" -H "Content-Type: application/json" \
+  reply=$(curl -s -X POST "$base/v1/notifications" -H "Authorization: Bearer $api_key" -H "Content-Type: application/json" "${idempotency[@]}" \
     -d '{"type":"order_status_changed","entity_type":"order","entity_id":"order-uuid","app_type":"staff","company_id":"bench","alert":{"title":"Order Ready","body":"Order #1234 is ready for collection"},"badge":1,"sound":"default"}')
   t1=$(date +%s.%N)
   while [ "$(depth)" != "0" ]; do sleep 0.05; done
@@ -71,6 +108,8 @@ for r in $(seq "$runs"); do
   service_rates+=("$rate")
 done
 server_rss=$(peak_kb $server)
+# The server's own CPU time over the seeding and every run (utime + stime, in ticks).
+server_cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$server/stat")
 kill -TERM $server; wait $server; server=
 
 send_rates=(); send_rss=()
@@ -89,6 +128,13 @@ s=$(median "${service_rates[@]}"); c=$(median "${send_rates[@]}")
 echo
 echo "| $n devices, one notification | deliveries/s (median of $runs) | peak RSS |"
 echo "|---|---|---|"
-echo "| apns-server (fan-out, outbox, SQLite log) | $s | $((server_rss / 1024)) MiB |"
+label="apns-server (fan-out, outbox, SQLite log)"
+[ "$features" = 1 ] && label="apns-server (fan-out, outbox, SQLite log; idempotency key, webhooks, 1 % unregistered)"
+echo "| $label | $s | $((server_rss / 1024)) MiB |"
 echo "| apns-send (same tokens, same mock) | $c | $(( $(median "${send_rss[@]}") / 1024 )) MiB |"
-echo "ratio apns-server / apns-send: $(python3 -c "print(round($s / $c, 2))") (goal >= 0.5)"
+echo "ratio apns-server / apns-send: $(python3 -c "print(round($s / $c, 2))") (goal >= 0.6)"
+echo "apns-server CPU: $server_cpu s over the seeding and $runs fan-outs"
+if [ "$features" = 1 ]; then
+  sleep 2  # the last notification.completed is sent on the webhook worker's next poll
+  echo "webhook events received: $(wc -l <"$dir/events.log") ($(sort "$dir/events.log" | uniq -c | awk '{printf "%s %s; ", $2, $1}'))"
+fi

@@ -7,10 +7,10 @@ bin=${1:?bin dir}; dir=${2:?demo dir}
 scripts/gen-pki.sh "$dir/pki"
 . "$dir/pki/ids.env"
 . "$(dirname "$0")/lib/mock.sh"
+. "$(dirname "$0")/lib/server.sh"
 work=$dir/server
 rm -rf "$work"; mkdir -p "$work"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
 # An app user's HS256 JWT, signed as the apps' auth backend would (sub = user id).
 jwt() {
@@ -45,11 +45,7 @@ port=$(free_port)
 base=http://127.0.0.1:$port
 APNS_SERVER_LISTEN=127.0.0.1:$port "$bin/apns-server" --config "$work/apns-server.yaml" 2>"$work/server.err" &
 server=$!
-for _ in $(seq 100); do
-  curl -sf "$base/health" >/dev/null 2>&1 && break
-  kill -0 $server 2>/dev/null || { cat "$work/server.err" >&2; exit 1; }
-  sleep 0.1
-done
+wait_healthy "$base" $server "$work/server.err" || exit 1
 echo "== apns-mock on 127.0.0.1:$mock_port (a mock of APNs; nothing leaves this machine), apns-server on $base"
 
 staff1=$(jwt staff-1); staff2=$(jwt staff-2)
