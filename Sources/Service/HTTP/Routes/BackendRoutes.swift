@@ -175,28 +175,10 @@ struct BackendRoutes: Sendable {
 
     /// A list's `?limit=` (1 to `maxPageSize`, default `defaultPageSize`) and `?after=`
     /// (the previous page's `next`); a 400 naming the parameter otherwise.
-    /// A query's number: digits only, as a page's `next` is written (Int() would also
-    /// read "+5" and "-0", which the API's document forbids).
-    static func digits(_ text: Substring) -> Int64? {
-        text.allSatisfy({ $0.isASCII && $0.isNumber }) ? Int64(String(text)) : nil
-    }
-
     static func page(_ query: FlatDictionary<Substring, Substring>) throws(APIError) -> (limit: Int, after: Int64?) {
-        var limit = defaultPageSize
-        let number = BackendRoutes.digits
-        if let text = query["limit"] {
-            guard let n = number(text).map(Int.init), (1...maxPageSize).contains(n) else {
-                throw .badRequest("limit must be an integer from 1 to \(maxPageSize)")
-            }
-            limit = n
-        }
-        var after: Int64?
-        if let text = query["after"] {
-            guard let n = number(text) else {
-                throw .badRequest("after must be the 'next' of a previous page")
-            }
-            after = n
-        }
+        let limit = try QueryNumbers.integer(query, "limit", in: 1...maxPageSize, default: defaultPageSize)
+        guard let text = query["after"] else { return (limit, nil) }
+        guard let after = QueryNumbers.digits(text) else { throw QueryNumbers.badCursor }
         return (limit, after)
     }
 

@@ -61,7 +61,7 @@ struct SupportRoutes: Sendable {
         let (limit, after) = try Self.page(request.uri.queryParameters)
         let before: Int64?
         if let after {
-            guard let n = BackendRoutes.digits(Substring(after)), n > 0 else { throw APIError.badRequest("after must be the 'next' of a previous page") }
+            guard let n = QueryNumbers.digits(Substring(after)), n > 0 else { throw QueryNumbers.badCursor }
             before = n
         } else {
             before = nil
@@ -95,13 +95,8 @@ struct SupportRoutes: Sendable {
     @Sendable func deactivated(_ request: Request, context: ServiceContext) async throws -> Response {
         let query = request.uri.queryParameters
         let (limit, after) = try Self.page(query)
-        var hours = Self.defaultDeactivatedHours
-        if let text = query["hours"] {
-            guard let n = BackendRoutes.digits(text).map(Int.init), (1...Self.maxDeactivatedHours).contains(n) else {
-                throw APIError.badRequest("hours must be an integer from 1 to \(Self.maxDeactivatedHours)")
-            }
-            hours = n
-        }
+        let hours = try QueryNumbers.integer(query, "hours", in: 1...Self.maxDeactivatedHours,
+                                             default: Self.defaultDeactivatedHours)
         let since = clock.nowMillis - Int64(hours) * 3_600_000
         let page = try await store.deactivatedDevices(since: since, limit: limit, before: try Self.cursor(after))
         return JSONResponse.ok(.object([("hours", .int(hours)), ("tokens", .array(page.items.map(Self.json)))]
@@ -163,13 +158,8 @@ struct SupportRoutes: Sendable {
     /// `?seconds=` (1 to 3600, default 3600): this process's final outcomes, a count a
     /// second, oldest first and ending now; failures by APNs' reason over the window.
     @Sendable func stats(_ request: Request, context: ServiceContext) async throws -> Response {
-        var seconds = DeliveryRates.seconds
-        if let text = request.uri.queryParameters["seconds"] {
-            guard let n = BackendRoutes.digits(text).map(Int.init), (1...DeliveryRates.seconds).contains(n) else {
-                throw APIError.badRequest("seconds must be an integer from 1 to \(DeliveryRates.seconds)")
-            }
-            seconds = n
-        }
+        let seconds = try QueryNumbers.integer(request.uri.queryParameters, "seconds", in: 1...DeliveryRates.seconds,
+                                               default: DeliveryRates.seconds)
         let s = metrics.rates.snapshot(seconds: seconds)
         let reasons = s.failedByReason.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
         return JSONResponse.ok(.object([
@@ -184,20 +174,14 @@ struct SupportRoutes: Sendable {
     /// `?limit=` (1 to `maxSummaryPage`, default `defaultSummaryPage`) and `?after=`
     /// (the previous page's `next`, as text); a 400 naming the parameter otherwise.
     static func page(_ query: FlatDictionary<Substring, Substring>) throws(APIError) -> (limit: Int, after: String?) {
-        var limit = defaultSummaryPage
-        if let text = query["limit"] {
-            guard let n = BackendRoutes.digits(text).map(Int.init), (1...maxSummaryPage).contains(n) else {
-                throw .badRequest("limit must be an integer from 1 to \(maxSummaryPage)")
-            }
-            limit = n
-        }
+        let limit = try QueryNumbers.integer(query, "limit", in: 1...maxSummaryPage, default: defaultSummaryPage)
         return (limit, query["after"].map(String.init))
     }
 
     static func cursor(_ after: String?) throws(APIError) -> TimeCursor? {
         guard let after else { return nil }
         guard let cursor = TimeCursor(text: after), cursor.id.utf8.count <= 256 else {
-            throw .badRequest("after must be the 'next' of a previous page")
+            throw QueryNumbers.badCursor
         }
         return cursor
     }
