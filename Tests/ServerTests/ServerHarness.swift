@@ -196,11 +196,11 @@ final class ServerProcess: @unchecked Sendable {
         p.arguments = (testClockFile.map { ["--clock", $0] } ?? []) + ["--config", configPath]
         p.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }
             .merging(environment) { $1 }
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         let err = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
         err.seekToEndOfFile()
         p.standardError = err
-        FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
         p.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
         try p.run()
         process = p

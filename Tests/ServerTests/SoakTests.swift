@@ -34,7 +34,7 @@ import TestSupport
         let store = try server.store()
         try await store.migrate()
         for (i, token) in Harness.tokens(users, seed: 90).enumerated() {
-            try await store.register([DeviceRegistration(userID: "soak-\(i)", companyID: "soak-co", token: token,
+            _ = try await store.register([DeviceRegistration(userID: "soak-\(i)", companyID: "soak-co", token: token,
                                                          platform: "ios", appType: "staff")],
                                      maxActive: .max, now: Int64(Date().timeIntervalSince1970 * 1000))
         }

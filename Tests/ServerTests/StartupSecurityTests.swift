@@ -32,7 +32,7 @@ import TestSupport
             if existing {
                 try FileManager.default.createDirectory(atPath: server.scratch.path("var"), withIntermediateDirectories: true)
                 for file in [db, db + "-wal", db + "-shm"] {
-                    FileManager.default.createFile(atPath: file, contents: nil)
+                    _ = FileManager.default.createFile(atPath: file, contents: nil)
                     chmod(file, 0o644)
                 }
             }

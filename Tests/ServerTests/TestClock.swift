@@ -34,7 +34,7 @@ final class TestClock: @unchecked Sendable {
     func set(_ millis: Int64) {
         now = millis
         let tmp = path + ".tmp"
-        FileManager.default.createFile(atPath: tmp, contents: Data(String(millis).utf8))
+        _ = FileManager.default.createFile(atPath: tmp, contents: Data(String(millis).utf8))
         precondition(rename(tmp, path) == 0, "cannot move the test clock: \(errno)")
     }
 

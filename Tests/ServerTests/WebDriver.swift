@@ -37,7 +37,7 @@ final class WebDriver: @unchecked Sendable {
         }
         let scratch = Scratch()
         let log = scratch.path("chromedriver.log")
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         let p = ChildProcess()
         p.executableURL = URL(fileURLWithPath: chromedriver)
         p.arguments = ["--port=0", "--allowed-ips=127.0.0.1"]
@@ -73,7 +73,7 @@ final class WebDriver: @unchecked Sendable {
         guard let session = (answer as? [String: Any])?["sessionId"] as? String else {
             p.terminate()
             p.waitUntilExit()
-            throw Failure(description: "chromedriver made no session: \(answer)")
+            throw Failure(description: "chromedriver made no session: \(answer.map { String(describing: $0) } ?? "no answer")")
         }
         return WebDriver(process: p, port: port!, session: session, scratch: scratch)
     }

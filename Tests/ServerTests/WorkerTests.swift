@@ -177,7 +177,7 @@ extension WorkerTests {
         let store = try server.store()
         try await store.migrate()
         for (i, token) in tokens.enumerated() {
-            try await store.register([DeviceRegistration(userID: "\(company)-\(i)", companyID: company, token: token,
+            _ = try await store.register([DeviceRegistration(userID: "\(company)-\(i)", companyID: company, token: token,
                                                          platform: "ios", appType: "staff")],
                                      maxActive: 20, now: Int64(Date().timeIntervalSince1970 * 1000))
         }

@@ -112,18 +112,18 @@ import TestSupport
                   AND NOT is_active AND deactivated_reason = 'replaced'
                 """) == 2)
             // Another user's, another app's and Live Activity tokens count apart.
-            try await store.register([registration("u2", 6), registration("u1", 7, app: "customer")], maxActive: 3, now: 6)
+            _ = try await store.register([registration("u2", 6), registration("u1", 7, app: "customer")], maxActive: 3, now: 6)
             for n in 8...11 {
-                try await store.registerLiveActivity(Self.activity("u1", n, "act-\(n)"), maxActive: 3, now: Int64(n))
+                _ = try await store.registerLiveActivity(Self.activity("u1", n, "act-\(n)"), maxActive: 3, now: Int64(n))
             }
             #expect(try await store.devices(userID: "u1").count == 4, "three of staff, one of customer")
             #expect(try await store.devices(userID: "u2").count == 1)
             #expect(try await store.liveActivityTokens(userID: "u1").map(\.token) == [token(11), token(10), token(9)])
             // A replaced token registered again is the newest; the oldest then goes.
-            try await store.register([registration("u1", 1)], maxActive: 3, now: 20)
+            _ = try await store.register([registration("u1", 1)], maxActive: 3, now: 20)
             #expect(try await store.devices(userID: "u1").filter { $0.appType == "staff" }.map(\.id) == [1, 5, 4])
             // A bulk list over the cap keeps its newest.
-            try await store.register((30...34).map { registration("u3", $0) }, maxActive: 2, now: 30)
+            _ = try await store.register((30...34).map { registration("u3", $0) }, maxActive: 2, now: 30)
             #expect(try await store.devices(userID: "u3").count == 2)
         }
     }

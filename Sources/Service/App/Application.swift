@@ -121,7 +121,7 @@ struct APNsApplication: ApplicationProtocol {
     /// holds the document to).
     let routes: [String]
 
-    var responder: Responder { get async throws { try await inner.responder } }
+    var responder: Responder { get async throws { inner.responder } }
     var server: HTTPServerBuilder { inner.server }
     var eventLoopGroup: any EventLoopGroup { inner.eventLoopGroup }
     var configuration: ApplicationConfiguration { inner.configuration }
