@@ -33,10 +33,6 @@ public final class SQLiteStore: DeliveryStore {
     public let path: String
     let pool: DatabasePool
     private let checkpointer: Checkpointer
-    /// A leased fan-out of more deliveries than this is committed in parts of this
-    /// size (see `fanOut`): small enough that the worker starts within tens of
-    /// milliseconds, large enough that the commits cost nothing in comparison.
-    let fanOutPart: Int
     /// Which receivers want which webhook events (see `WebhookEvents.swift`).
     let webhookRouting = WebhookRouting()
 
@@ -47,10 +43,9 @@ public final class SQLiteStore: DeliveryStore {
     /// - Parameter busyTimeout: how long a write waits for another process's
     ///   write lock before it fails with "database is locked".
     public init(path: String, durability: Durability = .processCrash,
-                busyTimeout: Duration = .seconds(5), fanOutPart: Int = 5_000) throws(StoreError) {
+                busyTimeout: Duration = .seconds(5)) throws(StoreError) {
         let path = Self.filePath(path)
         self.path = path
-        self.fanOutPart = max(1, fanOutPart)
         try Self.prepareFile(path)
 
         var config = Configuration()
