@@ -613,11 +613,11 @@ enum Schema {
 
     /// A count of changes to what a fan-out read of its devices: whether one is
     /// active, whose it is, its app and platform (the facts a claim checks), and
-    /// deletions. A fan-out committed in parts (`SQLiteStore.fanOut`) compares it
-    /// before each part with its value at the read: unchanged, the part's devices
-    /// are as read and need no second look. Triggers, so that every writer counts,
-    /// in this process or another; a registration that changes none of those facts
-    /// (the usual re-registration) counts nothing.
+    /// deletions. Triggers, so that every writer counts, in this process or
+    /// another; a registration that changes none of those facts (the usual
+    /// re-registration) counts nothing. A fan-out's hand-over reads each device
+    /// as a claim does (`FanOutPlans.leaseFanOutPage`), so no statement reads the
+    /// count; the step stays, as every step of the history does.
     static let v10 = SchemaStep(
         number: 10, name: "device_changes counts what a fan-out read",
         sqlite: """
