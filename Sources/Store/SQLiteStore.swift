@@ -54,9 +54,12 @@ public final class SQLiteStore: DeliveryStore {
         // rewrite them: with a smaller cache the writer re-reads them from the OS
         // (16 MB → 64 MB cut the SQLite CPU of enqueue by a quarter, finish by a
         // tenth). Pages are allocated as used. Sorts and temp b-trees stay in memory.
+        // Readers (several in a pool) make short reads, a page of a fan-out's
+        // audience or of the log at a time, which the OS's file cache serves again:
+        // a small cache each, or a pool's readers alone could hold hundreds of MB.
         config.prepareDatabase { db in
             try db.execute(sql: """
-                PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;
+                PRAGMA cache_size = \(db.configuration.readonly ? -8192 : -65536); PRAGMA temp_store = MEMORY;
                 PRAGMA wal_autocheckpoint = \(Checkpointer.writerPages)
                 """)
         }
