@@ -6,9 +6,10 @@ extension SQLiteStore: DeliveryCancellation {
     public func cancelDeliveries(notificationID: String, now: Int64) async throws(StoreError) -> CancelledDeliveries? {
         let webhooks = webhookRouting.current
         return try await write("cancel notification \(notificationID)") { db -> CancelledDeliveries? in
-            guard try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM notifications WHERE id = ?)",
-                                    arguments: [notificationID]) == true
+            guard let planning = try Bool.fetchOne(db, sql: "SELECT planning_until IS NOT NULL FROM notifications WHERE id = ?",
+                                                   arguments: [notificationID])
             else { return nil }
+            if planning { return .stillPlanning }
             let free = Set(try Int64.fetchAll(db, sql: Statements.cancelFree.sqlite, arguments: [notificationID]))
             let facts = try Row.fetchAll(db, sql: Statements.cancelFacts.sqlite,
                                          arguments: [notificationID, jsonArray(free.sorted())]).map(CancelFact.init)

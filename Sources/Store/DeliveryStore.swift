@@ -13,7 +13,7 @@
 public protocol DeliveryStore: DeviceRegistry, PreferenceStore, OutboxStore, DeliveryLogStore, RetentionStore,
                                LiveActivityStore, ChannelStore,
                                IdempotencyKeys, ScheduledSends, DeliveryCancellation, WebhookEventStore,
-                               NotificationEventStore, SupportViewStore {
+                               NotificationEventStore, SupportViewStore, FanOutPlans {
     /// Creates or upgrades the schema (versioned, idempotent, safe when several
     /// instances start at once).
     func migrate() async throws(StoreError)
@@ -51,21 +51,6 @@ public protocol OutboxStore: Sendable {
     /// and the result is empty.
     func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery], now: Int64,
                  lease: OutboxLease?) async throws(StoreError) -> [ClaimedDelivery]
-
-    /// A fan-out: `audience`'s recipients (as `recipients` reads them), the deliveries
-    /// `plan` makes of them (with whatever else the caller counts, returned as is),
-    /// enqueued as `enqueue(_:_:now:lease:)` does, and what it leased handed to
-    /// `leased` (every leased delivery once; nothing without a lease or with holds).
-    /// A store may read the recipients in the enqueue's own transaction, and may
-    /// commit a large fan-out in parts, calling `leased` as each commits; the
-    /// default reads them first and commits once. When it returns, every delivery
-    /// is committed. When it throws after a part was committed, the error says how
-    /// many were: those are sent and logged as any others.
-    func fanOut<Plan: Sendable>(
-        _ notification: NewNotification, appType: String, audience: Audience, now: Int64, lease: OutboxLease?,
-        plan: @escaping @Sendable ([Recipient]) -> (deliveries: [NewDelivery], plan: Plan),
-        leased: @Sendable ([ClaimedDelivery]) async -> Void
-    ) async throws(StoreError) -> Plan
 
     /// Claims up to `limit` due pending deliveries (`notBefore` passed) whose lease is
     /// free or expired, for `worker`, until `now + leaseMillis`, oldest first. A delivery is never held by two
@@ -246,16 +231,6 @@ public struct OutboxLease: Sendable, Hashable {
 }
 
 extension DeliveryStore {
-    public func fanOut<Plan: Sendable>(
-        _ notification: NewNotification, appType: String, audience: Audience, now: Int64, lease: OutboxLease?,
-        plan: @escaping @Sendable ([Recipient]) -> (deliveries: [NewDelivery], plan: Plan),
-        leased: @Sendable ([ClaimedDelivery]) async -> Void
-    ) async throws(StoreError) -> Plan {
-        let planned = plan(try await recipients(appType: appType, audience: audience))
-        await leased(try await enqueue(notification, planned.deliveries, now: now, lease: lease))
-        return planned.plan
-    }
-
     /// Enqueues for any worker's claim.
     public func enqueue(_ notification: NewNotification, _ deliveries: [NewDelivery],
                         now: Int64) async throws(StoreError) {
@@ -264,23 +239,6 @@ extension DeliveryStore {
 }
 
 extension ClaimedDelivery {
-    /// The deliveries a fan-out just wrote and leased, from the recipients it read in
-    /// the same transaction (every device as read, so active): `written` are the
-    /// rows' (id, device id), as the insert returned them. Nil unless they came back
-    /// in insertion order, as SQLite returns them in practice (without promising it):
-    /// then each is its delivery's device, and the ids increase (SQLite gives a new
-    /// row the largest id plus one).
-    static func enqueued(_ notification: NewNotification, _ deliveries: [NewDelivery],
-                         written: [(id: Int64, deviceID: Int64)]) -> [ClaimedDelivery]? {
-        guard written.count == deliveries.count,
-              zip(written, deliveries).allSatisfy({ $0.deviceID == $1.deviceID }),
-              zip(written, written.dropFirst()).allSatisfy({ $0.id < $1.id }) else { return nil }
-        return zip(written, deliveries).map { row, delivery in
-            ClaimedDelivery(id: row.id, notificationID: notification.id, appType: notification.appType,
-                            delivery: delivery, attempts: 0, crossEnvironmentTried: false, deviceActive: true)
-        }
-    }
-
     /// The deliveries an enqueue just wrote and leased, as a claim would return them:
     /// `rows` are each written row's (id, apns-id, device still active), read back in
     /// the enqueue's transaction. Rows come back in insertion order in practice; the

@@ -14,76 +14,8 @@ extension SQLiteStore {
         try await write("enqueue notification \(notification.id)") { db in
             let payloadOf = try Self.insertNotification(db, notification, deliveries, now: now)
             return try Self.insertDeliveries(db, notification, deliveries, payloadOf: payloadOf, now: now,
-                                             lease: lease, devicesAsRead: false)
+                                             lease: lease)
         }
-    }
-
-    /// The recipients are read inside the enqueue's write transaction: no device can
-    /// change between that read and the commit (SQLite has one writer), so leased
-    /// deliveries need no second look at their devices. That look-up was a tenth of
-    /// a 100k fan-out's enqueue.
-    ///
-    /// A leased fan-out of more than `fanOutPart` deliveries is committed in parts,
-    /// each handed to `leased` as it commits: the worker sends the first part while
-    /// the writer writes the next, where one transaction kept a 100k fan-out's
-    /// sending (and the second core) idle for the second it took to write. It changes
-    /// no promise: the 202 still waits for the last part, and a process that dies
-    /// before it sent the 202 could already have committed every delivery. A device
-    /// changed between parts (`device_changes`, counted by triggers) sends a part
-    /// back to being read as a claim reads it.
-    public func fanOut<Plan: Sendable>(
-        _ notification: NewNotification, appType: String, audience: Audience, now: Int64, lease: OutboxLease?,
-        plan: @escaping @Sendable ([Recipient]) -> (deliveries: [NewDelivery], plan: Plan),
-        leased: @Sendable ([ClaimedDelivery]) async -> Void
-    ) async throws(StoreError) -> Plan {
-        let part = fanOutPart
-        let started = ContinuousClock.now
-        let first = try await write("enqueue notification \(notification.id)") { db in
-            let devicesSeen = try Self.deviceChanges(db)
-            let planned = plan(try Self.recipients(db, appType: appType, audience: audience))
-            let deliveries = planned.deliveries
-            let payloadOf = try Self.insertNotification(db, notification, deliveries, now: now)
-            let inParts = lease != nil && deliveries.count > part && deliveries.allSatisfy(\.isDueNow)
-            let claimed = try Self.insertDeliveries(db, notification, inParts ? Array(deliveries[..<part]) : deliveries,
-                                                    payloadOf: payloadOf, now: now, lease: lease, devicesAsRead: true)
-            return (claimed: claimed, plan: planned.plan,
-                    rest: inParts ? FanOutRest(deliveries: deliveries, payloadOf: payloadOf, devicesSeen: devicesSeen) : nil)
-        }
-        await leased(first.claimed)
-        guard let rest = first.rest, let lease else { return first.plan }
-        var start = part
-        while start < rest.deliveries.count {
-            let range = start..<min(start + part, rest.deliveries.count)
-            // Each part's lease runs from its own commit, so that the worker's renewal
-            // (which counts from the hand-over) keeps its margin on a long fan-out.
-            let leaseFrom = now + Int64((ContinuousClock.now - started) / .milliseconds(1))
-            do {
-                let claimed = try await write("enqueue notification \(notification.id)") { db in
-                    try Self.insertDeliveries(db, notification, Array(rest.deliveries[range]),
-                                              payloadOf: Array(rest.payloadOf[range]), now: now, leaseFrom: leaseFrom,
-                                              lease: lease, devicesAsRead: try Self.deviceChanges(db) == rest.devicesSeen)
-                }
-                await leased(claimed)
-            } catch {
-                throw StoreError("enqueue notification \(notification.id): \(start) of \(rest.deliveries.count) "
-                                 + "deliveries were committed (they are sent and logged), the rest were not: \(error)")
-            }
-            start = range.upperBound
-        }
-        return first.plan
-    }
-
-    /// What a fan-out in parts still has to write after its first part.
-    private struct FanOutRest: Sendable {
-        let deliveries: [NewDelivery]
-        let payloadOf: [Int64]
-        let devicesSeen: Int64
-    }
-
-    /// How many times a device's fan-out facts (active, user, app, platform) changed
-    /// or a device was deleted: the triggers of schema v10 count them.
-    private static func deviceChanges(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT generation FROM device_changes") ?? 0
     }
 
     /// The notification and each of its distinct payloads (`DistinctPayloads`);
@@ -96,64 +28,34 @@ extension SQLiteStore {
             """, arguments: [notification.id, notification.type, notification.entityType,
                              notification.entityID, notification.appType, now])
         let distinct = DistinctPayloads(deliveries)
+        return distinct.rows(try insertPayloads(db, notificationID: notification.id, distinct.payloads))
+    }
+
+    /// Writes `payloads` as rows of the notification; returns their ids, in order.
+    static func insertPayloads(_ db: Database, notificationID: String, _ payloads: [[UInt8]]) throws -> [Int64] {
         let insertPayload = try db.cachedStatement(sql: """
             INSERT INTO payloads (notification_id, bytes) VALUES (?, ?)
             """)
         var ids: [Int64] = []
-        ids.reserveCapacity(distinct.payloads.count)
-        for payload in distinct.payloads {
-            try insertPayload.execute(arguments: [notification.id, Data(payload)])
+        ids.reserveCapacity(payloads.count)
+        for payload in payloads {
+            try insertPayload.execute(arguments: [notificationID, Data(payload)])
             ids.append(db.lastInsertedRowID)
         }
-        return distinct.rows(ids)
+        return ids
     }
 
     /// Writes `deliveries` of `notification` (already written, with their payloads)
     /// and puts them in the outbox; with `lease`, when all are due now, leased and
-    /// returned as a claim returns them. `devicesAsRead`: they were made from
-    /// recipients read in this transaction, or no device changed since that read.
-    /// `leaseFrom` is when the lease starts (default `now`).
+    /// returned as a claim returns them.
     private static func insertDeliveries(_ db: Database, _ notification: NewNotification, _ deliveries: [NewDelivery],
-                                         payloadOf: [Int64], now: Int64, leaseFrom: Int64? = nil,
-                                         lease: OutboxLease?, devicesAsRead: Bool) throws -> [ClaimedDelivery] {
+                                         payloadOf: [Int64], now: Int64, lease: OutboxLease?) throws -> [ClaimedDelivery] {
         // This transaction's rows are those above the largest id before it: SQLite
         // gives a new row the largest id plus one, and nobody else writes meanwhile.
         // The outbox reads them by that id range, a walk of the table's end.
         let before = try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM deliveries") ?? 0
-        // Multi-row inserts: one statement execution per 256 deliveries. A
-        // fan-out leased as it is written learns its ids here.
-        let notificationID = notification.id.databaseValue
-        let created = now.databaseValue
-        let empty = Data().databaseValue
-        let allDue = deliveries.allSatisfy(\.isDueNow)
-        let returning = lease != nil && allDue && devicesAsRead
-        var written: [(id: Int64, deviceID: Int64)] = []
-        if returning { written.reserveCapacity(deliveries.count) }
-        try db.executeChunked(count: deliveries.count, maxRows: 256, sql: { rows in
-            """
-            INSERT INTO deliveries (notification_id, user_id, device_id, token, environment, apns_id, payload,
-                                    payload_id, push_type, priority, collapse_id, expiration, created_at, not_before)
-            VALUES \(placeholders(rows: rows, columns: 14))
-            \(returning ? "RETURNING id, device_id" : "")
-            """
-        }, bind: { i, values in
-            let d = deliveries[i]
-            values.append(notificationID)
-            values.append(d.userID.databaseValue)
-            values.append(d.deviceID.databaseValue)
-            values.append(d.token.databaseValue)
-            values.append(d.environment.databaseValue)
-            values.append(d.apnsID.databaseValue)
-            values.append(empty)
-            values.append(payloadOf[i].databaseValue)
-            values.append(d.pushType.databaseValue)
-            values.append(d.priority.databaseValue)
-            values.append(d.collapseID.databaseValue)
-            values.append(d.expiration.databaseValue)
-            values.append(created)
-            values.append(d.notBefore.databaseValue)
-        }, rows: returning ? { id, device in written.append((id, device)) } : nil)
-        guard allDue else {
+        try insertDeliveryRows(db, notificationID: notification.id, deliveries, payloadOf: payloadOf, now: now)
+        guard deliveries.allSatisfy(\.isDueNow) else {
             try Self.applyHolds(db, notificationID: notification.id, deliveries, payloadOf: payloadOf, now: now)
             // Members of a window (batched) never go out themselves; carriers do.
             try db.execute(sql: """
@@ -171,10 +73,7 @@ extension SQLiteStore {
         try db.execute(sql: """
             INSERT INTO outbox (delivery_id, available_at, lease_until, claimed_by)
             SELECT id, ?, ?, ? FROM deliveries WHERE id > ?
-            """, arguments: [now, (leaseFrom ?? now) + lease.millis, lease.worker, before])
-        if returning, let claimed = ClaimedDelivery.enqueued(notification, deliveries, written: written) {
-            return claimed
-        }
+            """, arguments: [now, now + lease.millis, lease.worker, before])
         // What the claim would say of each, read under this write lock: the
         // recipients were read before it, and a device may have changed since.
         var rows: [(id: Int64, apnsID: String, active: Bool)] = []
@@ -189,6 +88,38 @@ extension SQLiteStore {
             """, arguments: [notification.appType, before])
         while let row = try cursor.next() { rows.append((row[0], row[1], row[2])) }
         return ClaimedDelivery.enqueued(notification, deliveries, rows: rows)
+    }
+
+    /// Writes the log rows of `deliveries` (nothing in the outbox); `payloadOf[i]` is
+    /// delivery i's payload row. Multi-row inserts: one statement execution per 256.
+    static func insertDeliveryRows(_ db: Database, notificationID: String, _ deliveries: [NewDelivery],
+                                   payloadOf: [Int64], now: Int64) throws {
+        let notificationID = notificationID.databaseValue
+        let created = now.databaseValue
+        let empty = Data().databaseValue
+        try db.executeChunked(count: deliveries.count, maxRows: 256, sql: { rows in
+            """
+            INSERT INTO deliveries (notification_id, user_id, device_id, token, environment, apns_id, payload,
+                                    payload_id, push_type, priority, collapse_id, expiration, created_at, not_before)
+            VALUES \(placeholders(rows: rows, columns: 14))
+            """
+        }, bind: { i, values in
+            let d = deliveries[i]
+            values.append(notificationID)
+            values.append(d.userID.databaseValue)
+            values.append(d.deviceID.databaseValue)
+            values.append(d.token.databaseValue)
+            values.append(d.environment.databaseValue)
+            values.append(d.apnsID.databaseValue)
+            values.append(empty)
+            values.append(payloadOf[i].databaseValue)
+            values.append(d.pushType.databaseValue)
+            values.append(d.priority.databaseValue)
+            values.append(d.collapseID.databaseValue)
+            values.append(d.expiration.databaseValue)
+            values.append(created)
+            values.append(d.notBefore.databaseValue)
+        }, rows: nil)
     }
 
     public func unclaim(worker: String, deliveryIDs: [Int64]) async throws(StoreError) {

@@ -33,10 +33,6 @@ public final class SQLiteStore: DeliveryStore {
     public let path: String
     let pool: DatabasePool
     private let checkpointer: Checkpointer
-    /// A leased fan-out of more deliveries than this is committed in parts of this
-    /// size (see `fanOut`): small enough that the worker starts within tens of
-    /// milliseconds, large enough that the commits cost nothing in comparison.
-    let fanOutPart: Int
     /// Which receivers want which webhook events (see `WebhookEvents.swift`).
     let webhookRouting = WebhookRouting()
 
@@ -47,10 +43,9 @@ public final class SQLiteStore: DeliveryStore {
     /// - Parameter busyTimeout: how long a write waits for another process's
     ///   write lock before it fails with "database is locked".
     public init(path: String, durability: Durability = .processCrash,
-                busyTimeout: Duration = .seconds(5), fanOutPart: Int = 5_000) throws(StoreError) {
+                busyTimeout: Duration = .seconds(5)) throws(StoreError) {
         let path = Self.filePath(path)
         self.path = path
-        self.fanOutPart = max(1, fanOutPart)
         try Self.prepareFile(path)
 
         var config = Configuration()
@@ -59,9 +54,12 @@ public final class SQLiteStore: DeliveryStore {
         // rewrite them: with a smaller cache the writer re-reads them from the OS
         // (16 MB → 64 MB cut the SQLite CPU of enqueue by a quarter, finish by a
         // tenth). Pages are allocated as used. Sorts and temp b-trees stay in memory.
+        // Readers (several in a pool) make short reads, a page of a fan-out's
+        // audience or of the log at a time, which the OS's file cache serves again:
+        // a small cache each, or a pool's readers alone could hold hundreds of MB.
         config.prepareDatabase { db in
             try db.execute(sql: """
-                PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;
+                PRAGMA cache_size = \(db.configuration.readonly ? -8192 : -65536); PRAGMA temp_store = MEMORY;
                 PRAGMA wal_autocheckpoint = \(Checkpointer.writerPages)
                 """)
         }

@@ -29,7 +29,7 @@ struct SchemaStep: Sendable {
 /// - `device_use` is when each device was last delivered to (`devices.last_used_at`
 ///   is no longer used); `device_changes` counts changes to the facts a fan-out reads.
 enum Schema {
-    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17]
+    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18]
 
     /// PostgreSQL databases made before the history was one list numbered their steps
     /// on their own: a step there combined, or came in another place than, the steps
@@ -613,11 +613,11 @@ enum Schema {
 
     /// A count of changes to what a fan-out read of its devices: whether one is
     /// active, whose it is, its app and platform (the facts a claim checks), and
-    /// deletions. A fan-out committed in parts (`SQLiteStore.fanOut`) compares it
-    /// before each part with its value at the read: unchanged, the part's devices
-    /// are as read and need no second look. Triggers, so that every writer counts,
-    /// in this process or another; a registration that changes none of those facts
-    /// (the usual re-registration) counts nothing.
+    /// deletions. Triggers, so that every writer counts, in this process or
+    /// another; a registration that changes none of those facts (the usual
+    /// re-registration) counts nothing. A fan-out's hand-over reads each device
+    /// as a claim does (`FanOutPlans.leaseFanOutPage`), so no statement reads the
+    /// count; the step stays, as every step of the history does.
     static let v10 = SchemaStep(
         number: 10, name: "device_changes counts what a fan-out read",
         sqlite: """
@@ -1043,4 +1043,19 @@ enum Schema {
         number: 17, name: "deliveries by user",
         sqlite: "CREATE INDEX deliveries_by_user ON deliveries (user_id, id)",
         postgres: ["CREATE INDEX deliveries_by_user ON deliveries (user_id, id)"])
+
+    /// A fan-out written in parts marks its notification as planning until its last
+    /// part is in: `planning_until` is when the mark runs out unless the planner
+    /// moves it on (NULL: the plan is complete, as for every notification before
+    /// this step). Its deliveries wait outside the outbox meanwhile.
+    static let v18 = SchemaStep(
+        number: 18, name: "notifications planning in parts",
+        sqlite: """
+        ALTER TABLE notifications ADD COLUMN planning_until INTEGER;
+        CREATE INDEX notifications_planning ON notifications (planning_until) WHERE planning_until IS NOT NULL;
+        """,
+        postgres: [
+        "ALTER TABLE notifications ADD COLUMN planning_until BIGINT",
+        "CREATE INDEX notifications_planning ON notifications (planning_until) WHERE planning_until IS NOT NULL",
+        ])
 }

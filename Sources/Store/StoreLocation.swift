@@ -7,11 +7,10 @@ public enum StoreLocation: Sendable, CustomStringConvertible {
     case sqlite(path: String, durability: SQLiteStore.Durability)
     case postgres(PostgresStore.Configuration)
 
-    /// Opens the store (its schema is not touched until `migrate()`). `fanOutPart`:
-    /// the size of a leased fan-out's parts where the engine commits it in parts.
-    public func open(fanOutPart: Int) throws(StoreError) -> any DeliveryStore {
+    /// Opens the store (its schema is not touched until `migrate()`).
+    public func open() throws(StoreError) -> any DeliveryStore {
         switch self {
-        case .sqlite(let path, let durability): try SQLiteStore(path: path, durability: durability, fanOutPart: fanOutPart)
+        case .sqlite(let path, let durability): try SQLiteStore(path: path, durability: durability)
         case .postgres(let configuration): PostgresStore(configuration)
         }
     }

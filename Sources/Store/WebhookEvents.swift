@@ -138,11 +138,14 @@ extension SQLiteStore {
         return completed
     }
 
+    /// A delivery still in the outbox, or a plan not yet complete (its deliveries
+    /// are not in the outbox yet: see `FanOutPlans`).
     private static func hasPending(_ db: Database, _ notificationID: String) throws -> Bool {
         try Bool.fetchOne(db, sql: """
             SELECT EXISTS (SELECT 1 FROM deliveries d
-                           WHERE d.notification_id = ? AND EXISTS (SELECT 1 FROM outbox o WHERE o.delivery_id = d.id)
+                           WHERE d.notification_id = ?1 AND EXISTS (SELECT 1 FROM outbox o WHERE o.delivery_id = d.id)
                            ORDER BY d.id DESC)
+                OR EXISTS (SELECT 1 FROM notifications WHERE id = ?1 AND planning_until IS NOT NULL)
             """, arguments: [notificationID]) ?? false
     }
 

@@ -144,7 +144,7 @@ func withClockedServer<T>(_ store: ServerStore, production: MockServer?, clock: 
             clock.advance(seconds: 5 * 3600)
 
             let config = try ServerConfig.load(path: server.configPath, environment: [:])
-            let opened = try APNsServer.openStore(config.database, fanOutPart: config.worker.fanOutPart)
+            let opened = try APNsServer.openStore(config.database)
             defer { Task { await APNsServer.closeStore(opened) } }
             let pruner = LogPruner(config: config, store: opened, clock: clock,
                                    metrics: ServiceMetrics(registry: Dependencies().metrics, config: config),

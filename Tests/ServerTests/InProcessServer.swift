@@ -78,7 +78,7 @@ final class InProcessServer: APIServer, @unchecked Sendable {
         var logger = Logger(label: "apns-server")
         logger.logLevel = Logger.Level(rawValue: config.logLevel) ?? .warning
         // The store is the test's: opened as the binary opens it, closed after the app.
-        let store = try APNsServer.openStore(config.database, fanOutPart: config.worker.fanOutPart)
+        let store = try APNsServer.openStore(config.database)
         opened = store
         let app = try await buildApplication(configuration: config,
                                              dependencies: Dependencies(clock: clock, store: store),

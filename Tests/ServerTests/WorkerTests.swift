@@ -206,8 +206,8 @@ extension WorkerTests {
         var options = ServerProcess.Options()
         options.leaseSeconds = 2
         options.batchSize = 250
-        // Committed in five parts, each sent as it commits: what was handed over
-        // part by part is what a restart must send once.
+        // Planned in five parts and handed over a page at a time: what was handed
+        // over page by page is what a restart must send once.
         options.fanOutPart = 1000
         let server = ServerProcess(sandbox: nil, production: production, options: options)
         let count = 5000

@@ -103,81 +103,175 @@ import TestSupport
         }
     }
 
-    /// A fan-out plans its deliveries from the recipients as the store reads them
-    /// (on SQLite, in the enqueue's own transaction), enqueues and leases them, and
-    /// hands back what the plan counted. The ids it returns are the rows' own.
+    /// A company's audience read a page at a time: every user once, in user-id order,
+    /// with all of their devices of the company (an Android-only user with none), and
+    /// only the company's devices; the same recipients as the whole company's read.
     @Test(arguments: StoreKind.allCases)
-    func aFanOutLeasesWhatItPlannedFromTheRecipientsItRead(_ kind: StoreKind) async throws {
+    func aCompanyIsReadAPageOfUsersAtATime(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
-            var devices: [Int64] = []
-            for n in 1...600 { devices.append(try await register(store, "u\(1000 + n)", n, company: "c")) }
-            try await register(store, "u1001", 601, platform: "android", company: "c")
-            let notification = NewNotification(id: "f", type: "t", entityType: nil, entityID: nil, appType: "staff")
-            let parts = Parts()
-            let users = try await store.fanOut(
-                notification, appType: "staff", audience: .company("c"), now: 10, lease: OutboxLease(worker: "w", millis: 1_000),
-                plan: planOneEach("f"), leased: { parts.append($0) })
-            let claimed = parts.all.flatMap { $0 }
-            #expect(users == 600)
-            #expect(parts.all.count == 1, "600 is one part (of 5,000)")
-            #expect(claimed.count == 600, "more than one chunk of the insert")
-            #expect(claimed.map(\.delivery.deviceID) == devices)
-            #expect(claimed.allSatisfy { $0.deviceActive && $0.notificationID == "f" && $0.attempts == 0 })
-            for c in claimed.prefix(5) + claimed.suffix(5) {
-                #expect(try await store.scalar("SELECT id FROM deliveries WHERE apns_id = '\(c.delivery.apnsID)'") == c.id)
+            for n in 1...25 { try await register(store, "u\(100 + n)", n, company: "c") }
+            try await register(store, "u105", 26, company: "c", now: 2)
+            try await register(store, "u110", 27, platform: "android", company: "c")
+            try await register(store, "u130", 28, platform: "android", company: "c")
+            try await register(store, "u107", 29, company: "other")
+            try await store.updatePreferences(userID: "u112", appType: "staff", ["t": false], now: 1)
+            var pages: [[Recipient]] = []
+            var after: String?
+            while true {
+                let page = try await store.recipients(appType: "staff", company: "c", after: after, limit: 10)
+                guard let last = page.last else { break }
+                pages.append(page)
+                after = last.userID
             }
-            #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by = 'w' AND lease_until = 1010") == 600)
-            #expect(try await store.finish(worker: "w", claimed.map { delivered($0.id) }, now: 20) == 0)
-            #expect(try await store.notification(id: "f")?.counts == ["delivered": 600])
+            #expect(pages.map(\.count) == [10, 10, 6])
+            let all = pages.flatMap { $0 }
+            #expect(all.map(\.userID) == (101...125).map { "u\($0)" } + ["u130"])
+            #expect(all.first { $0.userID == "u105" }?.devices.map(\.token) == [token(26), token(5)], "newest first")
+            #expect(all.first { $0.userID == "u107" }?.devices.map(\.token) == [token(7)], "the company's only")
+            #expect(all.first { $0.userID == "u130" }?.devices.isEmpty == true)
+            #expect(all.first { $0.userID == "u112" }?.preferences == ["t": false])
+            let whole = try await store.recipients(appType: "staff", audience: .company("c"))
+            #expect(whole == all)
         }
     }
 
-    /// A fan-out larger than a part is committed in parts, each handed over as it
-    /// commits and leased from its own commit. A device deactivated between two
-    /// parts (here, by a write that runs while the first part is handed over) is
-    /// seen by the later part as a claim would see it: not to be sent. The rest, and
-    /// every part after a change, still pair each row with its own delivery.
-    @Test func aLargeFanOutIsCommittedAndHandedOverInParts() async throws {
-        let scratch = Scratch()
-        let store = try SQLiteStore(path: scratch.path("apns.db"), fanOutPart: 100)
-        try await store.migrate()
-        var devices: [Int64] = []
-        for n in 1...250 { devices.append(try await register(store, "u\(1000 + n)", n, company: "c")) }
-        let victim = (user: "u1180", token: token(180))
-        let parts = Parts()
-        let users = try await store.fanOut(
-            NewNotification(id: "p", type: "t", entityType: nil, entityID: nil, appType: "staff"),
-            appType: "staff", audience: .company("c"), now: 10, lease: OutboxLease(worker: "w", millis: 60_000),
-            plan: planOneEach("p"),
-            leased: { part in
-                if parts.append(part) == 1 {
-                    // Committed before the second part's transaction begins.
-                    _ = try? await store.unregister(userID: victim.user, token: victim.token, now: 11)
-                }
-            })
-        #expect(users == 250)
-        #expect(parts.all.map(\.count) == [100, 100, 50])
-        let claimed = parts.all.flatMap { $0 }
-        #expect(claimed.map(\.delivery.deviceID) == devices)
-        #expect(claimed.filter { !$0.deviceActive }.map(\.delivery.token) == [victim.token])
-        for c in claimed {
-            #expect(try await store.scalar("SELECT id FROM deliveries WHERE apns_id = '\(c.delivery.apnsID)'") == c.id)
-        }
-        #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by = 'w' AND lease_until >= 60010") == 250)
-        // A notification's deliveries are all its own, whichever part wrote them.
-        #expect(try await store.scalar("SELECT count(*) FROM deliveries WHERE notification_id = 'p'") == 250)
+    /// A fan-out written in parts: while it plans, its deliveries are in the log but
+    /// not in the outbox, so no claim of any instance sends a part of it; completing
+    /// it enters them all, and the enqueuing process leases them a page at a time,
+    /// each as a claim returns it, leaving what others hold. One payload row serves
+    /// every part.
+    @Test(arguments: StoreKind.allCases)
+    func aFanOutInPartsReachesTheOutboxOnlyWhenItsPlanIsComplete(_ kind: StoreKind) async throws {
+        try await withStore(kind, instances: 2) { stores in
+            let (store, other) = (stores[0], stores[1])
+            var devices: [Int64] = []
+            for n in 1...250 { devices.append(try await register(store, "u\(1000 + n)", n, company: "c")) }
+            let notification = NewNotification(id: "p", type: "t", entityType: nil, entityID: nil, appType: "staff")
+            try await store.beginFanOut(notification, now: 10, planningUntil: 60_000)
+            var payloads: [[UInt8]: Int64] = [:]
+            var after: String?
+            var parts = 0
+            while true {
+                let page = try await store.recipients(appType: "staff", company: "c", after: after, limit: 100)
+                guard let last = page.last else { break }
+                after = last.userID
+                payloads = try await store.addFanOutPart(notification, oneEach("p", page), payloads: payloads,
+                                                         now: 10, planningUntil: 60_000)
+                parts += 1
+                #expect(try await other.claim(worker: "w2", limit: 1_000, leaseMillis: 1_000, now: 20).isEmpty)
+                #expect(try await other.outboxDepth() == 0)
+            }
+            #expect(parts == 3)
+            #expect(payloads.count == 1, "one payload row for every part")
+            #expect(try await store.scalar("SELECT count(*) FROM payloads WHERE notification_id = 'p'") == 1)
+            #expect(try await store.scalar("SELECT count(*) FROM deliveries WHERE notification_id = 'p'") == 250)
 
-        // No change in between: every part is read from the fan-out's own read.
-        let quiet = Parts()
-        _ = try await store.fanOut(
-            NewNotification(id: "q", type: "t", entityType: nil, entityID: nil, appType: "staff"),
-            appType: "staff", audience: .company("c"), now: 20, lease: OutboxLease(worker: "w", millis: 60_000),
-            plan: planOneEach("q"), leased: { quiet.append($0) })
-        #expect(quiet.all.map(\.count) == [100, 100, 49])
-        let sent = quiet.all.flatMap { $0 }
-        #expect(sent.allSatisfy { $0.deviceActive })
-        #expect(!sent.contains { $0.delivery.token == victim.token })
-        withExtendedLifetime(scratch) {}
+            try await store.completeFanOut(notification, held: [], payloads: payloads, now: 10)
+            #expect(try await store.scalar("SELECT count(*) FROM notifications WHERE planning_until IS NOT NULL") == 0)
+            #expect(try await other.outboxDepth() == 250)
+            // Another worker's claim took the first two meanwhile: the pages leave them.
+            let taken = try await other.claim(worker: "w2", limit: 2, leaseMillis: 60_000, now: 20)
+            #expect(taken.map(\.delivery.deviceID) == Array(devices.prefix(2)))
+            #expect(try await store.leaseFanOutPage(notificationID: "p", worker: "w", after: 0, limit: 10,
+                                                    leaseMillis: 60_000, now: 9).isEmpty, "none due before now")
+            var claimed: [ClaimedDelivery] = []
+            var from: Int64 = 0
+            while true {
+                let page = try await store.leaseFanOutPage(notificationID: "p", worker: "w", after: from, limit: 100,
+                                                           leaseMillis: 60_000, now: 20)
+                guard let last = page.last else { break }
+                #expect(page.count <= 100)
+                claimed += page
+                from = last.id
+            }
+            #expect(try await other.claim(worker: "w3", limit: 1_000, leaseMillis: 1_000, now: 30).isEmpty,
+                    "every row held")
+            #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by = 'w' AND lease_until = 60020") == 248)
+            #expect(claimed.map(\.delivery.deviceID) == Array(devices.dropFirst(2)))
+            #expect(claimed.allSatisfy { $0.deviceActive && $0.notificationID == "p" && $0.appType == "staff" })
+            #expect(claimed.allSatisfy { $0.delivery.payload == Array(#"{"aps":{"alert":"hi"}}"#.utf8) })
+            for c in claimed.prefix(3) + claimed.suffix(3) {
+                #expect(try await store.scalar("SELECT id FROM deliveries WHERE apns_id = '\(c.delivery.apnsID)'") == c.id)
+            }
+            #expect(try await store.finish(worker: "w", claimed.map { delivered($0.id) }, now: 30) == 0)
+            #expect(try await other.finish(worker: "w2", taken.map { delivered($0.id) }, now: 30) == 0)
+            #expect(try await store.notification(id: "p")?.counts == ["delivered": 250])
+        }
+    }
+
+    /// A plan its planner stopped moving on is discarded whole (the notification, its
+    /// deliveries and payloads); one still moving is not, and a planner whose plan
+    /// was discarded cannot add to it or complete it.
+    @Test(arguments: StoreKind.allCases)
+    func anUnfinishedPlanIsDiscardedWholeOnceItsMarkRunsOut(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            for n in 1...5 { try await register(store, "u\(n)", n, company: "c") }
+            try await enqueue(store, "done", [("u1", 1)])
+            let notification = NewNotification(id: "q", type: "t", entityType: nil, entityID: nil, appType: "staff")
+            try await store.beginFanOut(notification, now: 10, planningUntil: 1_000)
+            let page = try await store.recipients(appType: "staff", company: "c", after: nil, limit: 10)
+            let payloads = try await store.addFanOutPart(notification, oneEach("q", page), payloads: [:], now: 10,
+                                                         planningUntil: 2_000)
+            #expect(try await store.discardPlans(before: 2_000) == 0, "its mark was moved on")
+            #expect(try await store.discardPlan(notificationID: "q", markBefore: 2_000) == .stillPlanning)
+            #expect(try await store.discardPlans(before: 2_001) == 1)
+            #expect(try await store.notification(id: "q") == nil)
+            #expect(try await store.scalar("SELECT count(*) FROM deliveries WHERE notification_id = 'q'") == 0)
+            #expect(try await store.scalar("SELECT count(*) FROM payloads WHERE notification_id = 'q'") == 0)
+            #expect(try await store.notification(id: "done") != nil, "a complete notification is never a plan")
+            #expect(try await store.discardPlans(before: .max) == 0)
+            await #expect(throws: StoreError.self) {
+                _ = try await store.addFanOutPart(notification, oneEach("q2", page), payloads: payloads, now: 10,
+                                                  planningUntil: 3_000)
+            }
+            await #expect(throws: StoreError.self) {
+                try await store.completeFanOut(notification, held: [], payloads: payloads, now: 10)
+            }
+            #expect(try await store.outboxDepth() == 1)
+
+            // Discarding one plan by its id (a planner whose write failed).
+            let r = NewNotification(id: "r", type: "t", entityType: nil, entityID: nil, appType: "staff")
+            try await store.beginFanOut(r, now: 10, planningUntil: 1_000)
+            _ = try await store.addFanOutPart(r, oneEach("r", page), payloads: [:], now: 10, planningUntil: 1_000)
+            #expect(try await store.discardPlan(notificationID: "done", markBefore: .max) == .noPlan)
+            #expect(try await store.discardPlan(notificationID: "nobody", markBefore: .max) == .noPlan)
+            #expect(try await store.discardPlan(notificationID: "r", markBefore: .max) == .discarded)
+            #expect(try await store.notification(id: "r") == nil)
+        }
+    }
+
+    /// A cancel of a notification still being planned changes nothing and says so:
+    /// cancelling the parts written so far would let the rest go out at completion.
+    /// Once complete, the same cancel takes every delivery back; and no
+    /// `notification.completed` check completes a plan before it is complete.
+    @Test(arguments: StoreKind.allCases)
+    func aNotificationStillPlanningIsNotCancelledHalfWay(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            for n in 1...6 { try await register(store, "u\(n)", n, company: "c") }
+            let notification = NewNotification(id: "x", type: "t", entityType: nil, entityID: nil, appType: "staff")
+            try await store.beginFanOut(notification, now: 10, planningUntil: 60_000)
+            var payloads: [[UInt8]: Int64] = [:]
+            let first = try await store.recipients(appType: "staff", company: "c", after: nil, limit: 3)
+            payloads = try await store.addFanOutPart(notification, oneEach("x", first), payloads: payloads, now: 10,
+                                                     planningUntil: 60_000)
+            let found = try #require(try await store.cancelDeliveries(notificationID: "x", now: 20))
+            #expect(found.planning)
+            #expect(found.cancelled == 0)
+            #expect(try await store.scalar("SELECT count(*) FROM deliveries WHERE state = 'cancelled'") == 0)
+            // A check of this notification (as a finish would record one) finds it pending.
+            try await store.execute("INSERT INTO webhook_checks (notification_id, check_at) VALUES ('x', 0)")
+            #expect(try await store.completeNotifications(limit: 10, recheckMillis: 1_000, now: 20) == 0)
+            #expect(try await store.scalar("SELECT count(*) FROM webhook_checks WHERE notification_id = 'x'") == 1)
+
+            let rest = try await store.recipients(appType: "staff", company: "c", after: first.last?.userID, limit: 3)
+            payloads = try await store.addFanOutPart(notification, oneEach("x", rest), payloads: payloads, now: 10,
+                                                     planningUntil: 60_000)
+            try await store.completeFanOut(notification, held: [], payloads: payloads, now: 10)
+            let cancelled = try #require(try await store.cancelDeliveries(notificationID: "x", now: 30))
+            #expect(!cancelled.planning)
+            #expect(cancelled.cancelled == 6, "every part")
+            #expect(try await store.outboxDepth() == 0)
+        }
     }
 
     /// A device's fan-out facts changing counts once; a re-registration that changes
@@ -445,28 +539,13 @@ import TestSupport
 
 }
 
-/// The parts a fan-out handed over, in order.
-final class Parts: Sendable {
-    private let parts = Mutex<[[ClaimedDelivery]]>([])
-    var all: [[ClaimedDelivery]] { parts.withLock { $0 } }
-
-    /// Returns how many parts there are now.
-    @discardableResult
-    func append(_ part: [ClaimedDelivery]) -> Int {
-        parts.withLock { $0.append(part); return $0.count }
-    }
-}
-
-/// A fan-out plan: one delivery per recipient device, apns-id `prefix-device`;
-/// counts the recipients.
-func planOneEach(_ prefix: String) -> @Sendable ([Recipient]) -> (deliveries: [NewDelivery], plan: Int) {
-    { recipients in
-        let deliveries = recipients.flatMap { r in
-            r.devices.map { d in
-                NewDelivery(userID: r.userID, deviceID: d.id, token: d.token, environment: d.environment,
-                            apnsID: "\(prefix)-\(d.id)", payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
-            }
+/// One delivery per recipient device, apns-id `prefix-device`, one payload for all.
+func oneEach(_ prefix: String, _ recipients: [Recipient]) -> [NewDelivery] {
+    let payload = Array(#"{"aps":{"alert":"hi"}}"#.utf8)
+    return recipients.flatMap { r in
+        r.devices.map { d in
+            NewDelivery(userID: r.userID, deviceID: d.id, token: d.token, environment: d.environment,
+                        apnsID: "\(prefix)-\(d.id)", payload: payload)
         }
-        return (deliveries, recipients.count)
     }
 }

@@ -55,6 +55,12 @@ import TestSupport
         let pending = try #require(try await store.claim(worker: "w", limit: 10, leaseMillis: 1_000, now: 40).first)
         #expect(pending.delivery.apnsID == "pending-0")
         try await store.release(worker: "w", deliveryIDs: [pending.id], availableAt: 41, now: 40)
+        // A fan-out whose process died while planning it: its mark and its part go as
+        // they are, never sent there either, and the target discards it as its own.
+        let plan = NewNotification(id: "planning", type: "t", entityType: nil, entityID: nil, appType: "staff")
+        try await store.beginFanOut(plan, now: 45, planningUntil: 46)
+        _ = try await store.addFanOutPart(plan, [held("p0", d2, hold: Hold(kind: .defer, key: "p", closesAt: 1))],
+                                          payloads: [:], now: 45, planningUntil: 47)
         return store
     }
 
@@ -134,6 +140,9 @@ import TestSupport
         let due = try await postgres.claim(worker: "pg", limit: 10, leaseMillis: 1_000, now: 90_000)
         #expect(Set(due.map(\.delivery.apnsID)) == ["carrier", "q1"])
         #expect(due.first { $0.delivery.apnsID == "carrier" }?.batched == 1)
+        #expect(try await postgres.scalar("SELECT planning_until FROM notifications WHERE id = 'planning'") == 47)
+        #expect(try await postgres.discardPlans(before: 48) == 1)
+        #expect(try await postgres.delivery(apnsID: "p0") == nil)
 
         // New rows take new ids past the copied ones.
         let device = try await register(postgres, "u9", 9)

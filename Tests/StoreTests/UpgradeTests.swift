@@ -249,6 +249,10 @@ import TestSupport
         let member = try #require(try await store.delivery(apnsID: "member"))
         #expect(member.state == "batched" && member.carriedBy == "held" && member.finishedAt == 9)
         #expect(try await store.delivery(apnsID: "held")?.notBefore == 1000)
+        // Every notification an older program made is complete: none is a plan a
+        // start would discard (see `FanOutPlans`).
+        #expect(try await store.scalar("SELECT count(*) FROM notifications WHERE planning_until IS NULL") == 2)
+        #expect(try await store.discardPlans(before: .max) == 0)
 
         // Devices, preferences, Live Activities, channels and broadcasts.
         let alices = try await store.devices(userID: "alice")

@@ -26,7 +26,7 @@ public func buildApplication(configuration config: ServerConfig, dependencies: D
     let opened: (any DeliveryStore)?
     if dependencies.store == nil {
         do {
-            opened = try APNsServer.openStore(config.database, fanOutPart: config.worker.fanOutPart)
+            opened = try APNsServer.openStore(config.database)
         } catch {
             throw StartupFailure("database \(config.database): \(error)")
         }
@@ -52,6 +52,16 @@ private func assemble(config: ServerConfig, store: any DeliveryStore, closesStor
         throw StartupFailure("database \(config.database): \(error)")
     }
     let clock = dependencies.clock
+    // A fan-out whose process died while planning sent nothing and never answered:
+    // what it wrote goes (see `FanOut`). This process is SQLite's only writer, so
+    // every plan there is a dead one; on a shared database, only those whose planner
+    // stopped moving their mark on (the pruner looks again later).
+    do {
+        let discarded = try await store.discardPlans(before: store.sharedOutbox == nil ? .max : clock.nowMillis)
+        if discarded > 0 { logger.warning("unfinished fan-outs discarded", metadata: ["notifications": "\(discarded)"]) }
+    } catch {
+        throw StartupFailure("database \(config.database): \(error)")
+    }
     let clients: APNsClients
     let broadcasts: Broadcasts
     do {

@@ -92,7 +92,7 @@ public enum APNsServer {
         for warning in config.warnings { logger.warning("\(warning)") }
         let store: any DeliveryStore
         do {
-            store = try openStore(config.database, fanOutPart: config.worker.fanOutPart)
+            store = try openStore(config.database)
         } catch {
             return fail("database \(config.database): \(error)")
         }
@@ -149,9 +149,8 @@ public enum APNsServer {
     }
 
     /// The store the config names, by scheme: one service whichever it is.
-    static func openStore(_ database: ServerConfig.Database,
-                          fanOutPart: Int = ServerConfig.WorkerConfig().fanOutPart) throws -> any DeliveryStore {
-        try database.open(fanOutPart: fanOutPart)
+    static func openStore(_ database: ServerConfig.Database) throws -> any DeliveryStore {
+        try database.open()
     }
 
     static func closeStore(_ store: any DeliveryStore) async {

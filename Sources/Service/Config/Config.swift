@@ -61,8 +61,8 @@ public struct ServerConfig: Sendable {
         /// store writes overlap another's sends.
         public var concurrency = 2
         public var leaseSeconds = 30
-        /// SQLite: a fan-out of more deliveries than this is committed in parts of this
-        /// many, the first sent while the next is written (see `SQLiteStore.fanOut`).
+        /// A fan-out is read, planned and written this many users at a time: what it
+        /// holds in memory (see `FanOut`).
         public var fanOutPart = 5000
         /// How often an idle worker looks at the outbox (an enqueue wakes it at once).
         public var pollIntervalMillis = 250

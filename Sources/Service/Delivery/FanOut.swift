@@ -5,8 +5,8 @@ import Store
 /// `POST /v1/notifications`: who gets what. A request is checked whole before
 /// anything is stored (a 400 leaves no trace), then every targeted user's active
 /// iOS tokens of the app whose preferences allow the type get one delivery each,
-/// with its apns-id chosen now, and all of it is committed before the answer (on
-/// SQLite a large fan-out in parts, the first sent while the next is written).
+/// with its apns-id chosen now, and all of it is committed before the answer:
+/// written in parts, sent whole or not at all (see `run`).
 struct FanOut: Sendable {
     let config: ServerConfig
     let store: any DeliveryStore
@@ -219,30 +219,90 @@ struct FanOut: Sendable {
     /// holds each delivery in its device's window for (type, entity) instead, to go
     /// once when the window closes (or when quiet hours end, if later).
     /// `notificationID`: the caller's (an idempotency key's resource id), else a new one.
+    ///
+    /// The audience is read, planned and written a part at a time (`fanOutPart`
+    /// users), so that memory holds one part, never the whole audience: the
+    /// notification stays marked as planning until the last part is in, and only
+    /// then do its deliveries enter the outbox, all at once (see `FanOutPlans`). A
+    /// process that dies while planning has sent none of it; its plan is discarded
+    /// at the next start (or, on a shared database, once its mark runs out).
     func run(_ request: Request, notificationID: String? = nil) async throws -> Result {
         let now = clock.nowMillis
         let notification = NewNotification(id: notificationID ?? UUID().uuidString.lowercased(), type: request.type,
                                            entityType: request.entityType, entityID: request.entityID,
                                            appType: request.app.appType)
-        let lessee = handoff?.lessee()
-        let lease = lessee.map { OutboxLease(worker: $0, millis: Int64(config.worker.leaseSeconds) * 1000) }
-        let (store, handoff) = (store, handoff)
-        let skipped = try await store.fanOut(
-            notification, appType: request.app.appType, audience: request.audience, now: now, lease: lease,
-            plan: { recipients in Self.deliveries(request, to: recipients, now: now) },
-            leased: { claimed in
-                guard let handoff, let lessee else { return }
-                let refused = handoff.deliver(claimed, to: lessee)
-                if !refused.isEmpty {
-                    // That loop has no room left (it takes as fast as APNs answers), or it
-                    // stopped meanwhile: the outbox has them, free to be claimed at once.
-                    // Should this fail, the lease runs out.
-                    try? await store.unclaim(worker: lessee, deliveryIDs: refused.map(\.id))
-                }
-            })
-        metrics.notification(app: request.app.appType, deliveries: skipped.deliveries)
-        return Result(notificationID: notification.id, deliveries: skipped.deliveries,
-                      skippedPreferences: skipped.preferences, skippedNoDevices: skipped.noDevices)
+        let part = max(1, config.worker.fanOutPart)
+        let leaseMillis = Int64(config.worker.leaseSeconds) * 1000
+        try await store.beginFanOut(notification, now: now, planningUntil: clock.nowMillis + leaseMillis)
+        var plan = Plan(request: request, now: now)
+        var payloads: [[UInt8]: Int64] = [:]
+        do {
+            var pages = AudiencePages(store: store, appType: request.app.appType, audience: request.audience, size: part)
+            while let page = try await pages.next() {
+                let deliveries = plan.add(page.recipients, users: page.users)
+                guard !deliveries.isEmpty else { continue }
+                payloads = try await store.addFanOutPart(notification, deliveries, payloads: payloads, now: now,
+                                                         planningUntil: clock.nowMillis + leaseMillis)
+            }
+            try await store.completeFanOut(notification, held: plan.held, payloads: payloads, now: now)
+        } catch {
+            // Nothing of it is in the outbox yet: none of it is left behind.
+            _ = try? await store.discardPlan(notificationID: notification.id, markBefore: .max)
+            throw error
+        }
+        // Handed to one of this process's loops only when every delivery is due now.
+        if plan.allDue, plan.counts.deliveries > 0, let lessee = handoff?.lessee() {
+            await handOver(notification.id, to: lessee, pageSize: part, leaseMillis: leaseMillis)
+        }
+        metrics.notification(app: request.app.appType, deliveries: plan.counts.deliveries)
+        return Result(notificationID: notification.id, deliveries: plan.counts.deliveries,
+                      skippedPreferences: plan.counts.preferences, skippedNoDevices: plan.counts.noDevices)
+    }
+
+    /// Before a notification is made under an id an earlier request or worker may
+    /// have used (an idempotency key taken over, a schedule claimed again): that
+    /// one's plan, if its planner died mid-way, goes, as it would at a start. Throws
+    /// a temporary error while its planner may still be at work.
+    func discardDeadPlan(_ notificationID: String) async throws {
+        if try await store.discardPlan(notificationID: notificationID, markBefore: clock.nowMillis) == .stillPlanning {
+            throw StoreError("notification \(notificationID) is being fanned out by another request", temporary: true)
+        }
+    }
+
+    /// Gives the loop `lessee` the completed fan-out's deliveries, a page at a time,
+    /// each page leased to it as it goes (each device's state as a claim reads it),
+    /// never more than the loop has room for: what is leased is what it holds, and
+    /// its renewals cover it. The loop takes as fast as APNs answers, so the answer
+    /// waits for room while the loop makes some, but not once it has stopped, makes
+    /// none for a while (APNs not answering), or a third of a lease has gone. What
+    /// is not handed over stays free in the outbox, for the loops' claims.
+    private func handOver(_ notificationID: String, to lessee: String, pageSize: Int, leaseMillis: Int64) async {
+        guard let handoff else { return }
+        let deadline = clock.nowMillis + leaseMillis / 3
+        var after: Int64 = 0
+        var idleTurns = 0
+        while handoff.isOpen(lessee) {
+            let room = min(pageSize, handoff.limit - handoff.queued(lessee))
+            guard room > 0 else {
+                idleTurns += 1
+                if idleTurns >= 50 || clock.nowMillis >= deadline { return }
+                try? await Task.sleep(for: .milliseconds(10))
+                continue
+            }
+            idleTurns = 0
+            guard let page = try? await store.leaseFanOutPage(notificationID: notificationID, worker: lessee, after: after,
+                                                              limit: room, leaseMillis: leaseMillis, now: clock.nowMillis),
+                  let last = page.last else { return }
+            after = last.id
+            let refused = handoff.deliver(page, to: lessee)
+            if !refused.isEmpty {
+                // The loop stopped, or another fan-out took the room meanwhile: the
+                // outbox has them, free to be claimed at once. Should this fail, the
+                // lease runs out.
+                try? await store.unclaim(worker: lessee, deliveryIDs: refused.map(\.id))
+                return
+            }
+        }
     }
 
     /// How many deliveries a fan-out made, and how many users it skipped and why.
@@ -252,77 +312,129 @@ struct FanOut: Sendable {
         var noDevices = 0
     }
 
-    /// The deliveries for `recipients`, as the store read them (in the enqueue's
-    /// transaction, on SQLite): no awaits in here.
-    static func deliveries(_ request: Request, to recipients: [Recipient],
-                           now: Int64) -> (deliveries: [NewDelivery], plan: Counts) {
-        let coalesce = request.app.types[request.type]?.coalesce
-        // In the request's order: named users as named (one the store does not know
-        // has no devices), a company's as the store lists them (a 100k-user company
-        // needs no look-up by id).
-        let ordered: [(userID: String, recipient: Recipient?)]
-        switch request.audience {
-        case .users(let ids):
-            let byUser = Dictionary(recipients.map { ($0.userID, $0) }, uniquingKeysWith: { first, _ in first })
-            ordered = ids.map { ($0, byUser[$0]) }
-        case .company:
-            ordered = recipients.map { ($0.userID, $0) }
+    /// The audience, a page of users at a time: named users in the order given, a
+    /// company's by user id.
+    struct AudiencePages {
+        let store: any DeliveryStore
+        let appType: String
+        let audience: Audience
+        let size: Int
+        private var offset = 0
+        private var after: String?
+        private var done = false
+
+        init(store: any DeliveryStore, appType: String, audience: Audience, size: Int) {
+            self.store = store
+            self.appType = appType
+            self.audience = audience
+            self.size = size
         }
 
-        var deliveries: [NewDelivery] = []
-        deliveries.reserveCapacity(recipients.reduce(0) { $0 + $1.devices.count })
-        var ids = APNsIDs()
-        var counts = Counts()
-        var payloads: [PayloadVariant: [UInt8]] = [:]
-        for (userID, recipient) in ordered {
-            // No device first: such a user could not be reached whatever they chose.
-            guard let recipient, !recipient.devices.isEmpty else {
-                counts.noDevices += 1
-                continue
-            }
-            guard request.app.allows(request.type, preferences: recipient.preferences) else {
-                counts.preferences += 1
-                continue
-            }
-            var silent = false
-            var heldUntil: Int64?
-            if !request.critical, let quiet = QuietHours(preferences: recipient.preferences),
-               let end = quiet.end(ifQuietAt: now) {
-                switch request.app.quietHours {
-                case .silent: silent = true
-                case .defer: heldUntil = end
-                }
-            }
-            let variant = PayloadVariant(badge: request.badge(for: userID), silent: silent)
-            let payload: [UInt8]
-            if let cached = payloads[variant] {
-                payload = cached
-            } else {
-                payload = request.payload(badge: variant.badge, silent: silent)
-                payloads[variant] = payload
-            }
-            for device in recipient.devices {
-                var delivery = NewDelivery(
-                    userID: userID, deviceID: device.id, token: device.token, environment: device.environment,
-                    apnsID: ids.next(), payload: payload, pushType: "alert",
-                    priority: request.priority, collapseID: request.collapseID, expiration: request.expiration,
-                    notBefore: heldUntil)
-                if let coalesce {
-                    let closes = now + Int64(coalesce.windowSeconds) * 1000
-                    delivery.notBefore = max(closes, heldUntil ?? closes)
-                    delivery.hold = Hold(
-                        kind: .coalesce(carrierAPNsID: ids.next(),
-                                        carrierCollapseID: Coalescing.collapseID(user: userID, type: request.type,
-                                                                                 entityID: request.entityID)),
-                        key: Coalescing.key(type: request.type, entityID: request.entityID), closesAt: closes)
-                } else if let heldUntil, let collapseID = request.collapseID {
-                    delivery.hold = Hold(kind: .defer, key: collapseID, closesAt: heldUntil)
-                }
-                deliveries.append(delivery)
+        /// The next page's recipients, with the users it names (for named users, each
+        /// one, known to the store or not); nil after the last.
+        mutating func next() async throws -> (recipients: [Recipient], users: [String]?)? {
+            guard !done else { return nil }
+            switch audience {
+            case .users(let ids):
+                guard offset < ids.count else { return nil }
+                let users = Array(ids[offset..<min(offset + size, ids.count)])
+                offset += users.count
+                return (try await store.recipients(appType: appType, audience: .users(users)), users)
+            case .company(let company):
+                let page = try await store.recipients(appType: appType, company: company, after: after, limit: size)
+                guard let last = page.last else { return nil }
+                after = last.userID
+                if page.count < size { done = true }
+                return (page, nil)
             }
         }
-        counts.deliveries = deliveries.count
-        return (deliveries, counts)
+    }
+
+    /// What a fan-out has planned so far: the apns-id generator and payloads shared
+    /// by every part, the counts, and the deliveries with a hold (joined to their
+    /// windows when the plan completes: few, as batching and quiet hours touch few).
+    struct Plan {
+        let request: Request
+        let now: Int64
+        private(set) var counts = Counts()
+        private(set) var held: [NewDelivery] = []
+        private(set) var allDue = true
+        private var ids = APNsIDs()
+        private var payloads: [PayloadVariant: [UInt8]] = [:]
+
+        init(request: Request, now: Int64) {
+            self.request = request
+            self.now = now
+        }
+
+        /// The deliveries for one page of recipients, as the store read them: no
+        /// awaits in here. `users`: the named users the page stands for, in the
+        /// request's order (one the store does not know has no devices); nil: a
+        /// company's, as the store lists them (no look-up by id).
+        mutating func add(_ recipients: [Recipient], users: [String]?) -> [NewDelivery] {
+            let coalesce = request.app.types[request.type]?.coalesce
+            let ordered: [(userID: String, recipient: Recipient?)]
+            if let users {
+                let byUser = Dictionary(recipients.map { ($0.userID, $0) }, uniquingKeysWith: { first, _ in first })
+                ordered = users.map { ($0, byUser[$0]) }
+            } else {
+                ordered = recipients.map { ($0.userID, $0) }
+            }
+
+            var deliveries: [NewDelivery] = []
+            deliveries.reserveCapacity(recipients.reduce(0) { $0 + $1.devices.count })
+            for (userID, recipient) in ordered {
+                // No device first: such a user could not be reached whatever they chose.
+                guard let recipient, !recipient.devices.isEmpty else {
+                    counts.noDevices += 1
+                    continue
+                }
+                guard request.app.allows(request.type, preferences: recipient.preferences) else {
+                    counts.preferences += 1
+                    continue
+                }
+                var silent = false
+                var heldUntil: Int64?
+                if !request.critical, let quiet = QuietHours(preferences: recipient.preferences),
+                   let end = quiet.end(ifQuietAt: now) {
+                    switch request.app.quietHours {
+                    case .silent: silent = true
+                    case .defer: heldUntil = end
+                    }
+                }
+                let variant = PayloadVariant(badge: request.badge(for: userID), silent: silent)
+                let payload: [UInt8]
+                if let cached = payloads[variant] {
+                    payload = cached
+                } else {
+                    payload = request.payload(badge: variant.badge, silent: silent)
+                    payloads[variant] = payload
+                }
+                for device in recipient.devices {
+                    var delivery = NewDelivery(
+                        userID: userID, deviceID: device.id, token: device.token, environment: device.environment,
+                        apnsID: ids.next(), payload: payload, pushType: "alert",
+                        priority: request.priority, collapseID: request.collapseID, expiration: request.expiration,
+                        notBefore: heldUntil)
+                    if let coalesce {
+                        let closes = now + Int64(coalesce.windowSeconds) * 1000
+                        delivery.notBefore = max(closes, heldUntil ?? closes)
+                        delivery.hold = Hold(
+                            kind: .coalesce(carrierAPNsID: ids.next(),
+                                            carrierCollapseID: Coalescing.collapseID(user: userID, type: request.type,
+                                                                                     entityID: request.entityID)),
+                            key: Coalescing.key(type: request.type, entityID: request.entityID), closesAt: closes)
+                    } else if let heldUntil, let collapseID = request.collapseID {
+                        delivery.hold = Hold(kind: .defer, key: collapseID, closesAt: heldUntil)
+                    }
+                    if !delivery.isDueNow { allDue = false }
+                    if delivery.hold != nil { held.append(delivery) }
+                    deliveries.append(delivery)
+                }
+            }
+            counts.deliveries += deliveries.count
+            return deliveries
+        }
     }
 }
 

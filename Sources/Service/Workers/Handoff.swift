@@ -3,8 +3,8 @@ import Synchronization
 
 /// Fresh deliveries, from the enqueue straight to a worker loop of this process.
 ///
-/// A fan-out's deliveries are leased to one loop in the enqueue's own transaction
-/// (`DeliveryStore.enqueue(_:_:now:lease:)`) and handed to it here once committed,
+/// A fan-out's deliveries are leased to one loop a page at a time once its plan is
+/// complete (`FanOutPlans.leaseFanOutPage`) and handed to it here,
 /// so they go out without a claim query per batch: on SQLite's single writer the
 /// claims of a 100k fan-out cost about as much as writing it. The loop still sends
 /// them in batches, holds them under its lease (renewed), and records them as it
@@ -94,6 +94,11 @@ final class Handoff: Sendable {
             s.mailboxes[worker]!.queued -= batch.count
             return batch
         }
+    }
+
+    /// `worker` takes hand-offs (it has not stopped).
+    func isOpen(_ worker: String) -> Bool {
+        state.withLock { $0.mailboxes[worker] != nil }
     }
 
     /// Handed to `worker` and not yet taken.

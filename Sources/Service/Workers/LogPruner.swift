@@ -36,6 +36,7 @@ final class LogPruner: Service, Sendable {
     /// Everything due now, a batch at a time; returns the log's total.
     @discardableResult
     func pruneOnce() async -> PruneResult {
+        await discardDeadPlans()
         await pruneDevices()
         await pruneIdempotencyKeys()
         guard config.retention.days > 0 else { return PruneResult() }
@@ -60,6 +61,22 @@ final class LogPruner: Service, Sendable {
                                                  "deliveries": "\(total.deliveries)", "broadcasts": "\(total.broadcasts)"])
         }
         return total
+    }
+
+    /// On a shared database, the plans of fan-outs whose instance died while planning
+    /// (their mark ran out: see `FanOut`), which no start of that instance may come
+    /// to discard. On SQLite the start discarded every one, and there are no others.
+    @discardableResult
+    func discardDeadPlans() async -> Int {
+        guard store.sharedOutbox != nil else { return 0 }
+        do {
+            let discarded = try await store.discardPlans(before: clock.nowMillis)
+            if discarded > 0 { logger.warning("unfinished fan-outs discarded", metadata: ["notifications": "\(discarded)"]) }
+            return discarded
+        } catch {
+            logger.error("discarding unfinished fan-outs failed", metadata: ["error": "\(error)"])
+            return 0
+        }
     }
 
     /// Tokens deactivated long enough ago, a batch at a time; how many went.

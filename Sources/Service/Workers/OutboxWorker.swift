@@ -35,7 +35,7 @@ final class OutboxWorker: Service, Sendable {
     private let types = Mutex<[String: String]>([:])
 
     /// How many outcomes are written in one `finish` transaction, at most. As large
-    /// as a fan-out's part (`SQLiteStore.fanOutPart`) and more: the single writer
+    /// as a fan-out's part (`worker.fan_out_part`) and more: the single writer
     /// takes the enqueue's parts and the finishes in turn, and with finishes of 2,048
     /// against parts of 5,000 the answers fell behind by half a fan-out and the loop
     /// stalled on its bound of answers not yet recorded. (Smaller finishes, written

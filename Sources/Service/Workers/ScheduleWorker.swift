@@ -51,6 +51,8 @@ final class ScheduleWorker: Service, Sendable {
     func send(_ row: ScheduleRow) async {
         let s = row.schedule
         do {
+            // A worker that died while planning it made nothing that stands.
+            try await fanOut.discardDeadPlan(s.id)
             if try await store.notification(id: s.id, limit: 1, after: nil) == nil {
                 let body: JSON
                 do { body = try JSON.parse(s.request) } catch { throw APIError.badRequest("the stored request: \(error)") }

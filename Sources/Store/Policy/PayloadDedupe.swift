@@ -49,3 +49,38 @@ struct DistinctPayloads {
         indexOf.map { ids[$0] }
     }
 }
+
+/// One part of a fan-out written in parts: its distinct payloads, of which those
+/// an earlier part wrote already (`known`, bytes to row id) are not written again.
+/// Each engine writes `new` as rows with its own statements and hands back their
+/// ids in the same order.
+struct PartPayloads {
+    private let distinct: DistinctPayloads
+    private let known: [[UInt8]: Int64]
+    /// The payloads to write, in order of first appearance.
+    let new: [[UInt8]]
+
+    init(_ deliveries: [NewDelivery], known: [[UInt8]: Int64]) {
+        distinct = DistinctPayloads(deliveries)
+        self.known = known
+        new = distinct.payloads.filter { known[$0] == nil }
+    }
+
+    /// Each delivery's payload row, given the rows written for `new`, in order.
+    func rows(_ newIDs: [Int64]) -> [Int64] {
+        distinct.rows(ids(newIDs))
+    }
+
+    /// Every payload row written so far, this part's included.
+    func known(_ newIDs: [Int64]) -> [[UInt8]: Int64] {
+        var all = known
+        for (bytes, id) in zip(new, newIDs) { all[bytes] = id }
+        return all
+    }
+
+    /// The row of each of `distinct.payloads`, in its order.
+    private func ids(_ newIDs: [Int64]) -> [Int64] {
+        var next = newIDs.makeIterator()
+        return distinct.payloads.map { known[$0] ?? next.next()! }
+    }
+}

@@ -4,12 +4,17 @@ extension PostgresStore: DeliveryCancellation {
     /// `CancelPlan`'s steps in one transaction. The first statement locks the free
     /// rows it finds (`Statements.cancelFree`): a claim skips them until this commits,
     /// and by then they have left the outbox; a row a claim took first is in flight.
+    /// The notification's row is read FOR SHARE: a fan-out's last part (which
+    /// updates it) either committed before, or waits for this to end, finding its
+    /// plan as it was.
     public func cancelDeliveries(notificationID: String, now: Int64) async throws(StoreError) -> CancelledDeliveries? {
         let webhooks = webhookRouting.current
         return try await transaction("cancel notification \(notificationID)") { db -> CancelledDeliveries? in
-            guard !(try await db.rows("SELECT 1 FROM notifications WHERE id = \(notificationID)")).isEmpty else {
-                return nil
-            }
+            let found = try await db.rows("""
+                SELECT planning_until IS NOT NULL FROM notifications WHERE id = \(notificationID) FOR SHARE
+                """)
+            guard let row = found.first else { return nil }
+            if try row.get(0, Bool.self) { return .stillPlanning }
             var binds = PostgresBindings(capacity: 1)
             binds.append(notificationID)
             let free = Set(try await db.rows(PostgresQuery(unsafeSQL: Statements.cancelFree.postgres, binds: binds))

@@ -45,41 +45,8 @@ extension PostgresStore {
                 """)
             let payloadOf = distinct.rows(payloadIDs)
 
-            // Multi-row VALUES: the nullable columns (priority, collapse id, expiration)
-            // cannot travel in the arrays postgres-nio encodes.
-            for start in stride(from: 0, to: deliveries.count, by: Self.rowsPerStatement) {
-                let end = min(start + Self.rowsPerStatement, deliveries.count)
-                var binds = PostgresBindings(capacity: 3 + (end - start) * 11)
-                binds.append(notification.id)
-                binds.append(now)
-                binds.append(ByteBuffer())
-                var values: [String] = []
-                values.reserveCapacity(end - start)
-                for i in start..<end {
-                    let d = deliveries[i]
-                    let first = binds.count + 1
-                    binds.append(d.userID)
-                    binds.append(d.deviceID)
-                    binds.append(d.token)
-                    binds.append(d.environment)
-                    binds.append(d.apnsID)
-                    binds.append(payloadOf[i])
-                    binds.append(d.pushType)
-                    binds.append(d.priority.map(Int64.init))
-                    binds.append(d.collapseID)
-                    binds.append(d.expiration)
-                    binds.append(d.notBefore)
-                    let p = (first..<first + 11).map { "$\($0)" }
-                    values.append("($1, \(p[0]), \(p[1])::bigint, \(p[2]), \(p[3]), \(p[4]), $3::bytea, \(p[5])::bigint, "
-                                  + "\(p[6]), \(p[7])::integer, \(p[8])::text, \(p[9])::bigint, $2::bigint, \(p[10])::bigint)")
-                }
-                try await db.run(PostgresQuery(unsafeSQL: """
-                    INSERT INTO deliveries (notification_id, user_id, device_id, token, environment, apns_id, payload,
-                                            payload_id, push_type, priority, collapse_id, expiration, created_at,
-                                            not_before)
-                    VALUES \(values.joined(separator: ", "))
-                    """, binds: binds))
-            }
+            try await Self.insertDeliveryRows(db, notificationID: notification.id, deliveries,
+                                              payloadOf: payloadOf, now: now)
             var claimed: [ClaimedDelivery] = []
             if deliveries.allSatisfy(\.isDueNow) {
                 // The common case: every delivery due now.
@@ -120,6 +87,46 @@ extension PostgresStore {
             // Sent at commit, and only then: a woken worker finds the rows committed.
             if claimed.isEmpty { try await db.run("SELECT pg_notify(\(Self.workChannel), '')") }
             return claimed
+        }
+    }
+
+    /// Writes the log rows of `deliveries` (nothing in the outbox); `payloadOf[i]` is
+    /// delivery i's payload row. Multi-row VALUES: the nullable columns (priority,
+    /// collapse id, expiration) cannot travel in the arrays postgres-nio encodes.
+    static func insertDeliveryRows(_ db: PostgresConnection, notificationID: String, _ deliveries: [NewDelivery],
+                                   payloadOf: [Int64], now: Int64) async throws {
+        for start in stride(from: 0, to: deliveries.count, by: Self.rowsPerStatement) {
+            let end = min(start + Self.rowsPerStatement, deliveries.count)
+            var binds = PostgresBindings(capacity: 3 + (end - start) * 11)
+            binds.append(notificationID)
+            binds.append(now)
+            binds.append(ByteBuffer())
+            var values: [String] = []
+            values.reserveCapacity(end - start)
+            for i in start..<end {
+                let d = deliveries[i]
+                let first = binds.count + 1
+                binds.append(d.userID)
+                binds.append(d.deviceID)
+                binds.append(d.token)
+                binds.append(d.environment)
+                binds.append(d.apnsID)
+                binds.append(payloadOf[i])
+                binds.append(d.pushType)
+                binds.append(d.priority.map(Int64.init))
+                binds.append(d.collapseID)
+                binds.append(d.expiration)
+                binds.append(d.notBefore)
+                let p = (first..<first + 11).map { "$\($0)" }
+                values.append("($1, \(p[0]), \(p[1])::bigint, \(p[2]), \(p[3]), \(p[4]), $3::bytea, \(p[5])::bigint, "
+                              + "\(p[6]), \(p[7])::integer, \(p[8])::text, \(p[9])::bigint, $2::bigint, \(p[10])::bigint)")
+            }
+            try await db.run(PostgresQuery(unsafeSQL: """
+                INSERT INTO deliveries (notification_id, user_id, device_id, token, environment, apns_id, payload,
+                                        payload_id, push_type, priority, collapse_id, expiration, created_at,
+                                        not_before)
+                VALUES \(values.joined(separator: ", "))
+                """, binds: binds))
         }
     }
 

@@ -213,7 +213,7 @@ extension PostgresStore {
     }
 
     /// Users in order, each with their devices and saved preferences.
-    private static func recipients(_ users: [String], _ deviceRows: [PostgresRandomAccessRow],
+    static func recipients(_ users: [String], _ deviceRows: [PostgresRandomAccessRow],
                                    _ preferenceRows: [PostgresRandomAccessRow]) throws -> [Recipient] {
         var fold = RecipientsFold(users: users)
         for row in deviceRows { try fold.device(row) }

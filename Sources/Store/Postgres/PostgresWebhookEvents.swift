@@ -140,6 +140,8 @@ extension PostgresStore {
             let pending = Set(try await db.rows("""
                 SELECT DISTINCT d.notification_id FROM deliveries d JOIN outbox o ON o.delivery_id = d.id
                 WHERE d.notification_id = ANY(\(due)::text[])
+                UNION
+                SELECT id FROM notifications WHERE id = ANY(\(due)::text[]) AND planning_until IS NOT NULL
                 """).map { try $0.get(0, String.self) })
             let complete = due.filter { !pending.contains($0) }
             if !pending.isEmpty {

@@ -105,7 +105,9 @@ struct BackendRoutes: Sendable {
             }
         }
         return try await idempotency.run(request, body: json) { id, resumed in
-            // An earlier request with this key died after committing: what it made stands.
+            // An earlier request with this key died after committing: what it made
+            // stands. One that died while planning made nothing that stands.
+            if resumed { try await fanOut.discardDeadPlan(id) }
             if resumed, let done = try await store.notification(id: id, limit: 1, after: nil) {
                 let total = done.counts.values.reduce(0, +)
                 return .init(status: .accepted, body: FanOut.Result(notificationID: id, deliveries: total,
@@ -154,6 +156,10 @@ struct BackendRoutes: Sendable {
         }
         guard let found = try await store.cancelDeliveries(notificationID: id, now: now) else {
             throw APIError.notFound("notification not found")
+        }
+        // Its deliveries are not all written yet: a cancel now would miss the rest.
+        if found.planning {
+            throw APIError.conflict("the notification is being fanned out right now: send the cancel again in a moment")
         }
         return JSONResponse.ok(.object([
             ("notification_id", .string(id)),
