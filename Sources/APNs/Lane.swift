@@ -408,12 +408,16 @@ final class Lane: Sendable {
                          request: (LaneRequestSource<WaitingCaller>) -> (Request, Owner) = Lane.waiterRequest) {
         var actions: [Machine.Action] = []
         swap(&actions, &s.machine.actions)   // kept apart while the machine's rng is used
-        defer { swap(&actions, &s.machine.actions) }   // emptied, its capacity kept
-        // Each action is moved out of the list, not copied and then destroyed twice:
-        // reversed, then taken from the end.
-        actions.reverse()
-        while let action = actions.popLast() {
-            switch action {
+        defer {
+            actions.removeAll(keepingCapacity: true)
+            swap(&actions, &s.machine.actions)   // emptied, its capacity kept
+        }
+        for i in actions.indices {
+            // Moved out, a payload-free action left in its place: its payload is neither
+            // copied nor retained, and what the list then destroys holds nothing.
+            var action = Machine.Action.drained
+            swap(&action, &actions[i])
+            switch consume action {
             case .fill(let slot, let source):
                 let (made, owner) = request(source)
                 fill(&s, slot: slot, made, owner: owner)
