@@ -406,17 +406,10 @@ final class Lane: Sendable {
     /// empties its list. `request` makes the request of a slot the machine filled.
     private func perform(_ s: inout State, _ fx: inout Effects,
                          request: (LaneRequestSource<WaitingCaller>) -> (Request, Owner) = Lane.waiterRequest) {
-        var actions: [Machine.Action] = []
+        var actions = ActionList<Machine.Action>()
         swap(&actions, &s.machine.actions)   // kept apart while the machine's rng is used
-        defer {
-            actions.removeAll(keepingCapacity: true)
-            swap(&actions, &s.machine.actions)   // emptied, its capacity kept
-        }
-        for i in actions.indices {
-            // Moved out, a payload-free action left in its place: its payload is neither
-            // copied nor retained, and what the list then destroys holds nothing.
-            var action = Machine.Action.drained
-            swap(&action, &actions[i])
+        defer { swap(&actions, &s.machine.actions) }   // emptied, its room kept
+        actions.drain { action in
             switch consume action {
             case .fill(let slot, let source):
                 let (made, owner) = request(source)

@@ -116,7 +116,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
 
     /// What the events decided, in order, for the lane to carry out and empty
     /// (keeping its capacity: the hot path allocates no array for it).
-    var actions: [Action] = []
+    var actions = ActionList<Action>()
     /// Slots filled for waiting callers, to submit in one run before the event ends.
     private var starts: [Int] = []
     /// Scratch runs of slots, kept between events for their capacity.
