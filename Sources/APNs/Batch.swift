@@ -160,12 +160,22 @@ final class Batch<Context: Sendable> {
     }
 
     private func absorb(_ items: [BatchInbox.Item]) {
+        guard !items.isEmpty else { return }
+        // Worked on as locals, put back once: each access to a class's stored property
+        // is checked for exclusivity at run time, three for every result otherwise.
+        var ready = FIFO<(DeliveryResult, Context)>(), contexts: [Context?] = [], freeTickets: [Int] = []
+        swap(&ready, &self.ready)
+        swap(&contexts, &self.contexts)
+        swap(&freeTickets, &self.freeTickets)
         for item in items {
             if item.unreachable, unreachable == nil { unreachable = item.result.error }
             ready.append((item.result, contexts[item.ticket]!))
             contexts[item.ticket] = nil
             freeTickets.append(item.ticket)
         }
+        swap(&ready, &self.ready)
+        swap(&contexts, &self.contexts)
+        swap(&freeTickets, &self.freeTickets)
     }
 
     /// A result made here, for a message that is not sent.

@@ -129,7 +129,20 @@ struct ClientMetrics: Sendable {
         } else {
             failed(result.reason?.rawValue ?? (result.status == 0 ? "NoAnswer" : "\(result.status)")).increment()
         }
-        if result.attempts > 0 { latency.record(duration: result.latency) }
+        if result.attempts > 0 { latency.recordNanoseconds(result.latency.clampedNanoseconds) }
+    }
+}
+
+extension Duration {
+    /// Whole nanoseconds, Int64.max when they do not fit: what swift-metrics'
+    /// `record(duration:)` records, with one read of `components` (a 128-bit
+    /// division) instead of two.
+    var clampedNanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return .max }
+        let (total, over) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return over ? .max : total
     }
 }
 

@@ -406,14 +406,11 @@ final class Lane: Sendable {
     /// empties its list. `request` makes the request of a slot the machine filled.
     private func perform(_ s: inout State, _ fx: inout Effects,
                          request: (LaneRequestSource<WaitingCaller>) -> (Request, Owner) = Lane.waiterRequest) {
-        var actions: [Machine.Action] = []
+        var actions = ActionList<Machine.Action>()
         swap(&actions, &s.machine.actions)   // kept apart while the machine's rng is used
-        defer { swap(&actions, &s.machine.actions) }   // emptied, its capacity kept
-        // Each action is moved out of the list, not copied and then destroyed twice:
-        // reversed, then taken from the end.
-        actions.reverse()
-        while let action = actions.popLast() {
-            switch action {
+        defer { swap(&actions, &s.machine.actions) }   // emptied, its room kept
+        actions.drain { action in
+            switch consume action {
             case .fill(let slot, let source):
                 let (made, owner) = request(source)
                 fill(&s, slot: slot, made, owner: owner)
@@ -604,24 +601,37 @@ private final class LaneBox: @unchecked Sendable {
 
 /// A random (version 4) UUID in lower-case canonical form, CAPNS_UUID_LEN characters and a NUL.
 func writeRandomUUID(_ out: UnsafeMutablePointer<CChar>, using rng: inout RequestRandom) {
-    var bytes = (rng.next() as UInt64, rng.next() as UInt64)
-    withUnsafeMutableBytes(of: &bytes) { raw in
-        raw[6] = (raw[6] & 0x0F) | 0x40
-        raw[8] = (raw[8] & 0x3F) | 0x80
-        let hex: StaticString = "0123456789abcdef"
-        let digits = hex.utf8Start
-        var n = 0
-        for (i, b) in raw.enumerated() {
-            if i == 4 || i == 6 || i == 8 || i == 10 {
-                out[n] = CChar(UInt8(ascii: "-"))
-                n += 1
-            }
-            out[n] = CChar(bitPattern: digits[Int(b >> 4)])
-            out[n + 1] = CChar(bitPattern: digits[Int(b & 0xF)])
-            n += 2
-        }
-        out[n] = 0
-    }
+    // The 16 bytes are the two draws' bytes, little-endian, with the version (byte 6)
+    // and the variant (byte 8) set; written 4 bytes (8 digits) a step.
+    let first = ((rng.next() as UInt64) & ~(0xF0 << 48)) | (0x40 << 48)
+    let second = ((rng.next() as UInt64) & ~0xC0) | 0x80
+    let o = UnsafeMutableRawPointer(out)
+    let g0 = hexDigits(UInt32(truncatingIfNeeded: first)), g1 = hexDigits(UInt32(truncatingIfNeeded: first >> 32))
+    let g2 = hexDigits(UInt32(truncatingIfNeeded: second)), g3 = hexDigits(UInt32(truncatingIfNeeded: second >> 32))
+    let dash = UInt8(ascii: "-")
+    o.storeBytes(of: g0.littleEndian, toByteOffset: 0, as: UInt64.self)               // 8 digits
+    o.storeBytes(of: dash, toByteOffset: 8, as: UInt8.self)
+    o.storeBytes(of: UInt32(truncatingIfNeeded: g1).littleEndian, toByteOffset: 9, as: UInt32.self)   // 4
+    o.storeBytes(of: dash, toByteOffset: 13, as: UInt8.self)
+    o.storeBytes(of: UInt32(truncatingIfNeeded: g1 >> 32).littleEndian, toByteOffset: 14, as: UInt32.self)   // 4
+    o.storeBytes(of: dash, toByteOffset: 18, as: UInt8.self)
+    o.storeBytes(of: UInt32(truncatingIfNeeded: g2).littleEndian, toByteOffset: 19, as: UInt32.self)   // 4
+    o.storeBytes(of: dash, toByteOffset: 23, as: UInt8.self)
+    o.storeBytes(of: UInt32(truncatingIfNeeded: g2 >> 32).littleEndian, toByteOffset: 24, as: UInt32.self)
+    o.storeBytes(of: g3.littleEndian, toByteOffset: 28, as: UInt64.self)              // 4 + 8 = 12
+    o.storeBytes(of: UInt8(0), toByteOffset: 36, as: UInt8.self)
+}
+
+/// The lower-case hex digits of 4 bytes (the lowest first, its high nibble first),
+/// as 8 ASCII bytes in memory order when stored little-endian.
+@inline(__always)
+private func hexDigits(_ bytes: UInt32) -> UInt64 {
+    var v = UInt64(bytes)
+    v = (v | (v << 16)) & 0x0000_FFFF_0000_FFFF   // byte i in 16-bit lane i
+    v = (v | (v << 8)) & 0x00FF_00FF_00FF_00FF
+    let nibbles = ((v >> 4) & 0x000F_000F_000F_000F) | ((v & 0x000F_000F_000F_000F) << 8)
+    let letters = ((nibbles &+ 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101   // 1 where >= 10
+    return nibbles &+ 0x3030_3030_3030_3030 &+ letters &* (UInt64(UInt8(ascii: "a")) - 0x3A)
 }
 
 extension Lane {

@@ -27,7 +27,8 @@ struct RequestRandom: RandomNumberGenerator {
         return result
     }
 
+    /// k is 7 or 45: masking shifts, which compile to one rotate.
     private func rotl(_ x: UInt64, _ k: UInt64) -> UInt64 {
-        (x << k) | (x >> (64 - k))
+        (x &<< k) | (x &>> (64 &- k))
     }
 }

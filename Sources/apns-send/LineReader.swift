@@ -46,21 +46,30 @@ final class LineReader {
     /// The next line without its "\n" (a "\r" before it stays: callers trim it);
     /// nil at the end of the file or after a read error (`failure`).
     func nextLine() -> [UInt8]? {
+        withNextLine { Array($0) }
+    }
+
+    /// `nextLine()` without a copy: `body` sees the line where it lies in the buffer
+    /// (valid only during the call), and its value is returned; nil at the end.
+    func withNextLine<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R? {
         var long: [UInt8] = []
         lastLineCut = false
         while true {
-            if let newline = findNewline() {
-                let line = take(upTo: newline, after: long)
-                start = newline + 1
-                consumed.add(line.count + 1, ordering: .relaxed)
-                return line
-            }
-            if atEOF {
-                guard start < end || !long.isEmpty else { return nil }
-                let line = take(upTo: end, after: long)
-                start = end
-                consumed.add(line.count, ordering: .relaxed)
-                return line
+            let newline = findNewline()
+            if newline != nil || atEOF {
+                let stop = newline ?? end
+                guard newline != nil || start < end || !long.isEmpty else { return nil }
+                defer { start = newline.map { $0 + 1 } ?? end }
+                let ending = newline == nil ? 0 : 1
+                if long.isEmpty {
+                    let cut = min(stop, start + LineReader.maxLine)
+                    lastLineCut = cut < stop
+                    consumed.add(cut - start + ending, ordering: .relaxed)
+                    return buffer.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[start..<cut])) }
+                }
+                let line = take(upTo: stop, after: long)
+                consumed.add(line.count + ending, ordering: .relaxed)
+                return line.withUnsafeBufferPointer(body)
             }
             if start == 0 && end == buffer.count {
                 // A line longer than the buffer: keep its head, drop the rest.

@@ -52,9 +52,22 @@ enum Record {
         out.append(contentsOf: (fields.map(csvField).joined(separator: ",") + "\r\n").utf8)
     }
 
-    /// Short decimal strings live inline in the String: no allocation.
+    /// The digits written straight into `out`, as `String(n)` spells them.
     private static func decimal(_ n: Int64, to out: inout [UInt8]) {
-        append(&out, String(n))
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: an Int64 has at most 20 and a sign
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var v = n.magnitude, k = buffer.count
+            repeat {
+                k -= 1
+                buffer[k] = UInt8(ascii: "0") + UInt8(v % 10)
+                v /= 10
+            } while v != 0
+            if n < 0 {
+                k -= 1
+                buffer[k] = UInt8(ascii: "-")
+            }
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[k...]))
+        }
     }
 
     /// The 410 timestamp; APNs sends none with other statuses, and none is reported.
@@ -68,8 +81,8 @@ enum Record {
         return "\"" + s.replacingQuotes() + "\""
     }
 
-    private static func append(_ out: inout [UInt8], _ s: String) {
-        out.append(contentsOf: s.utf8)
+    private static func append(_ out: inout [UInt8], _ s: StaticString) {
+        out.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 
     private static func jsonOptional(_ s: String?, to out: inout [UInt8]) {
@@ -79,9 +92,7 @@ enum Record {
     static func jsonString(_ s: String, to out: inout [UInt8]) {
         // Tokens and apns-ids need no escape: one scan of the String's own bytes, one copy.
         let copied: Bool? = s.utf8.withContiguousStorageIfAvailable { bytes in
-            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
-                return false
-            }
+            guard !needsEscape(bytes) else { return false }
             out.append(UInt8(ascii: "\""))
             out.append(contentsOf: bytes)
             out.append(UInt8(ascii: "\""))
@@ -105,6 +116,29 @@ enum Record {
             }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// True when a byte is a control character, a quote or a backslash, tested 8 bytes
+    /// a step ("has a byte below 0x20" and "has a zero byte" after XOR with '"' and
+    /// '\\'); a false alarm would only take the escaping path, which writes the same bytes.
+    private static func needsEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
+        let raw = UnsafeRawBufferPointer(bytes)
+        var i = 0
+        while bytes.count - i >= 8 {
+            let w = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+            let quote = w ^ (ones &* 0x22), backslash = w ^ (ones &* 0x5C)
+            let hits = ((w &- ones &* 0x20) | (quote &- ones) | (backslash &- ones)) & ~w & high
+            // `~w` stands for `~quote` and `~backslash` too: XOR with 0x22 or 0x5C keeps the high bits.
+            if hits != 0 { return true }
+            i += 8
+        }
+        while i < bytes.count {
+            let c = bytes[i]
+            if c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") { return true }
+            i += 1
+        }
+        return false
     }
 }
 

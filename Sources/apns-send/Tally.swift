@@ -8,8 +8,11 @@ struct Tally {
     private(set) var answered = 0
     /// Records of tokens that were sent at least once.
     private(set) var sent = 0
-    /// "200", "410 Unregistered", "0 BadDeviceToken", "0 no answer" -> count.
+    /// "200", "410 Unregistered", "0 BadDeviceToken", "0 no answer" -> count, less
+    /// `plain200`.
     private var outcomes: [String: Int] = [:]
+    /// The "200"s, most records of most runs: counted without a label to build and hash.
+    private var plain200 = 0
     /// The first reason given for a token sent without an answer (status 0).
     private(set) var firstError: String?
 
@@ -19,6 +22,10 @@ struct Tally {
         if r.status != 0 { answered += 1 }
         if r.attempts > 0 { sent += 1 }
         if r.status == 0, r.reason == nil, firstError == nil { firstError = r.error }
+        if r.status == 200, r.reason == nil {
+            plain200 += 1
+            return
+        }
         let label = r.reason.map { "\(r.status) \($0.rawValue)" } ?? (r.status == 0 ? "0 no answer" : "\(r.status)")
         outcomes[label, default: 0] += 1
     }
@@ -31,6 +38,7 @@ struct Tally {
         sent += other.sent
         if firstError == nil { firstError = other.firstError }
         for (label, n) in other.outcomes { outcomes[label, default: 0] += n }
+        plain200 += other.plain200
     }
 
     var allDelivered: Bool { records > 0 && delivered == records }
@@ -40,7 +48,9 @@ struct Tally {
 
     /// "7 × 200, 1 × 410 Unregistered, ...", by status then reason.
     var outcomeList: String {
-        outcomes.sorted { $0.key.statusOrder < $1.key.statusOrder }
+        var all = outcomes
+        if plain200 > 0 { all["200", default: 0] += plain200 }
+        return all.sorted { $0.key.statusOrder < $1.key.statusOrder }
             .map { "\($0.value) × \($0.key)" }
             .joined(separator: ", ")
     }

@@ -55,10 +55,12 @@ final class TokenLines: Sequence, IteratorProtocol {
             return line
         }
         if rescan == nil {
-            while let line = TokenLines.nextTokenLine(reader) {
-                let sight = memory.firstSight(fingerprint(line), line: tokenLines)
+            while let read = TokenLines.withNextTokenLine(reader, { line -> String? in
+                let sight = memory.firstSight(TokenFingerprint(lowercasing: line, seed: seed), line: tokenLines)
                 tokenLines += 1
-                if count(sight) { return String(decoding: line, as: UTF8.self) }
+                return count(sight) ? String(decoding: line, as: UTF8.self) : nil
+            }) {
+                if let token = read { return token }
             }
             if let error = reader.failure { failure = error }
         }
@@ -94,11 +96,13 @@ final class TokenLines: Sequence, IteratorProtocol {
                 return nil
             }
         }
-        while rescanLine <= memory.lastDeferredLine, let line = TokenLines.nextTokenLine(rescan!) {
+        while rescanLine <= memory.lastDeferredLine, let read = TokenLines.withNextTokenLine(rescan!, { line -> String? in
             defer { rescanLine += 1 }
-            if let verdict = memory.recheck(fingerprint(line), line: rescanLine), count(verdict) {
-                return String(decoding: line, as: UTF8.self)
-            }
+            guard let verdict = memory.recheck(TokenFingerprint(lowercasing: line, seed: seed), line: rescanLine),
+                  count(verdict) else { return nil }
+            return String(decoding: line, as: UTF8.self)
+        }) {
+            if let token = read { return token }
         }
         if rescanLine <= memory.lastDeferredLine {
             failure = rescan!.failure ?? "it changed while being sent (shorter on the second read)"
@@ -106,15 +110,19 @@ final class TokenLines: Sequence, IteratorProtocol {
         return nil
     }
 
-    private func fingerprint(_ line: some Collection<UInt8>) -> TokenFingerprint {
-        TokenFingerprint(line.lazy.map(TokenLines.lowercased), seed: seed)
+    private func fingerprint(_ line: ArraySlice<UInt8>) -> TokenFingerprint {
+        line.withUnsafeBufferPointer { TokenFingerprint(lowercasing: $0, seed: seed) }
     }
 
-    /// The next line that is neither blank nor a comment, trimmed.
-    private static func nextTokenLine(_ reader: LineReader) -> ArraySlice<UInt8>? {
-        while let raw = reader.nextLine() {
+    /// `body`'s value for the next line that is neither blank nor a comment, trimmed
+    /// (seen in the reader's buffer, not copied); nil at the end.
+    private static func withNextTokenLine<R>(_ reader: LineReader, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R? {
+        while let read = reader.withNextLine({ raw -> R? in
             let line = trimmed(raw)
-            if !line.isEmpty && line.first != UInt8(ascii: "#") { return line }
+            guard let first = line.first, first != UInt8(ascii: "#") else { return nil }
+            return body(line)
+        }) {
+            if let value = read { return value }
         }
         return nil
     }
@@ -126,12 +134,15 @@ final class TokenLines: Sequence, IteratorProtocol {
         return s
     }
 
+    static func trimmed(_ line: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
+        var from = 0, to = line.count
+        while from < to, isSpace(line[from]) { from += 1 }
+        while to > from, isSpace(line[to - 1]) { to -= 1 }
+        return UnsafeBufferPointer(rebasing: line[from..<to])
+    }
+
     /// Spaces, tabs and the "\r" of CRLF files.
     private static func isSpace(_ c: UInt8) -> Bool {
         c == UInt8(ascii: " ") || c == UInt8(ascii: "\t") || c == UInt8(ascii: "\r")
-    }
-
-    static func lowercased(_ c: UInt8) -> UInt8 {
-        c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z") ? c + 32 : c
     }
 }

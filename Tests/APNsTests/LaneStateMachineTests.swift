@@ -104,7 +104,7 @@ import Testing
         #expect(take(&m) == ["fill 0 entrant", "authorize jwt1", "submit 0"])
         m.enter(caller: 2, "b", taskCancelled: false, now: t0)
         #expect(take(&m) == ["fill 1 entrant", "submit 1"])
-        #expect(m.busy == 2 && m.slots[0].attempts == 1 && m.slots[0].firstSent == t0)
+        #expect(m.busy == 2 && m.slots[0].attempts == 1 && m.firstSent(0) == t0)
         expectConsistent(m)
     }
 

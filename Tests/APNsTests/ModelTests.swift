@@ -2,6 +2,26 @@ import Testing
 @testable import APNs
 
 @Suite struct DeviceTokenTests {
+    /// Every byte value at a place of each 8-byte step and of the tail: only 0-9
+    /// and a-f pass as they are, A-F are lower-cased, anything else is refused.
+    @Test func eachByteIsJudgedWhereverItSits() {
+        for length in [64, 66, 70] {
+            for at in [0, 1, 7, 8, 31, 56, 63, length - 1] {
+                for value in UInt8(1)...UInt8(255) {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "0"), count: length)
+                    bytes[at] = value
+                    let text = String(decoding: bytes, as: UTF8.self)
+                    let expected: String? = switch value {
+                    case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): text
+                    case UInt8(ascii: "A")...UInt8(ascii: "F"): text.lowercased()
+                    default: nil
+                    }
+                    #expect(DeviceToken(text)?.hex == expected, "byte \(value) at \(at) of \(length)")
+                }
+            }
+        }
+    }
+
     /// ARCHITECTURE.md: "a token is 64 to 200 hex digits, an even count (64 today;
     /// Apple warns the length may change, so do not assume exactly 64)".
     @Test func acceptsHexOfEvenLengthFrom64To200() {
@@ -166,5 +186,32 @@ import Testing
         }
         #expect(seen.count == 10_000)
         #expect(ones.allSatisfy { (4750...5250).contains($0) }, "\(ones)")
+    }
+}
+
+@Suite struct RandomUUIDTests {
+    /// The apns-id writer against the plain rule: the two draws' 16 bytes in order,
+    /// version 4 and the RFC 4122 variant set, two lower-case hex digits a byte (high
+    /// nibble first), dashes after bytes 4, 6, 8 and 10, then a NUL.
+    @Test func writesTheDrawsBytesAsACanonicalVersion4UUID() {
+        var rng = RequestRandom()
+        let out = UnsafeMutablePointer<CChar>.allocate(capacity: 40)
+        defer { out.deallocate() }
+        for _ in 0..<2_000 {
+            var reference = rng   // the same state: the same two draws
+            var bytes = withUnsafeBytes(of: ((reference.next() as UInt64).littleEndian,
+                                             (reference.next() as UInt64).littleEndian)) { Array($0) }
+            bytes[6] = (bytes[6] & 0x0F) | 0x40
+            bytes[8] = (bytes[8] & 0x3F) | 0x80
+            var expected = ""
+            for (i, b) in bytes.enumerated() {
+                if [4, 6, 8, 10].contains(i) { expected += "-" }
+                expected += String(b >> 4, radix: 16) + String(b & 0xF, radix: 16)
+            }
+            out.update(repeating: 0x7F, count: 40)
+            writeRandomUUID(out, using: &rng)
+            #expect(String(cString: out) == expected)
+            #expect(out[36] == 0 && out[37] == 0x7F)   // exactly 36 characters and a NUL
+        }
     }
 }

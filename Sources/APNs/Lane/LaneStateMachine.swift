@@ -15,6 +15,11 @@
 struct LaneStateMachine<Caller, Batch: AnyObject> {
     typealias Action = LaneAction<Caller, Batch>
     typealias Instant = ContinuousClock.Instant
+    /// A point in time as the machine keeps it: the time since `origin`, the first
+    /// instant an event brought. A plain value: slots, retries and their copies are
+    /// copied as bytes (an `Instant`'s layout is the runtime's to know, so each copy
+    /// of a value holding one was a call through its type's value witnesses).
+    typealias Time = Duration
 
     /// A server that refuses the same request this often is not going to take it.
     static var maxRefusals: Int { 16 }
@@ -33,7 +38,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
         var resentOnFreshConnection = false
         /// The owner stopped waiting: no retry, no resend; an answer in flight still counts.
         var cancelled = false
-        var firstSent: Instant?
+        var firstSent: Time?
         /// The provider token generation of the latest attempt.
         var generation = 0
         /// The single caller that owns it (0 for a batch), so its cancellation finds it.
@@ -48,7 +53,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     }
 
     struct Retry {
-        let due: Instant
+        let due: Time
         let slot: Int
     }
 
@@ -58,7 +63,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
         let status: Int
         let reason: Reason
         let error: String
-        let until: Instant
+        let until: Time
     }
 
     /// How a batch's attempt to start requests went.
@@ -86,15 +91,18 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     /// Slots in use (filled, or handed to a waiter).
     private(set) var busy = 0
     /// The retry timer's instant, while one is armed.
-    private(set) var timerDue: Instant?
+    var timerDue: Instant? { timerAt.map { origin! + $0 } }
+    private var timerAt: Time?
     /// Drawn from for backoff jitter; the lane draws apns-ids from it too.
     var rng = RequestRandom()
+    /// The first instant an event brought: what `Time` counts from.
+    private var origin: Instant?
     private(set) var installedGeneration = 0
     /// The provider token as last read, and when to read it again: a JWT lives for
     /// 50 minutes, so reading it (a clock, a lock) once a second is enough; an
     /// ExpiredProviderToken answer clears it at once.
     private var token: ProviderToken.Current?
-    private var tokenRecheck: Instant?
+    private var tokenRecheck: Time?
     /// Shutdown began: nothing new starts; what is in flight finishes.
     private(set) var closed = false
     /// The transport is (being) freed: nothing more is submitted.
@@ -108,7 +116,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
 
     /// What the events decided, in order, for the lane to carry out and empty
     /// (keeping its capacity: the hot path allocates no array for it).
-    var actions: [Action] = []
+    var actions = ActionList<Action>()
     /// Slots filled for waiting callers, to submit in one run before the event ends.
     private var starts: [Int] = []
     /// Scratch runs of slots, kept between events for their capacity.
@@ -134,6 +142,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     /// `.entrant`, then `.submit`), or waits in line with `caller`, or ends at once
     /// (`.notSent`) when the lane is closed or its task was cancelled.
     mutating func enter(caller id: Int, _ caller: Caller, taskCancelled: Bool, now: Instant) {
+        let now = time(now)
         if closed || taskCancelled {
             let why = closed ? APNsError.shutDown.description : "cancelled before it was sent"
             actions.append(.notSent(caller, why: why))
@@ -151,6 +160,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     /// ones, in one submit; when some did not fit, the batch waits to be woken.
     mutating func startBatch(count: Int, _ batch: Batch, now: Instant) -> Started {
         if closed { return .closed }
+        let now = time(now)
         var started: [Int] = []
         swap(&started, &run)
         defer {
@@ -186,6 +196,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     /// The batch stopped: nothing of it is sent again; answers in flight still count,
     /// and its requests waiting for a retry end now.
     mutating func cancel(batch: Batch, now: Instant) {
+        let now = time(now)
         let id = ObjectIdentifier(batch)
         for slot in slots.indices where slots[slot].batch == id { slots[slot].cancelled = true }
         let (mine, others) = retries.partitioned { slots[$0.slot].cancelled }
@@ -200,6 +211,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     /// request or schedules another attempt. Requests the server did not process go
     /// out again at once, ahead of the others.
     mutating func complete(_ answers: some Sequence<(slot: Int, answer: LaneAnswer)>, now: Instant) {
+        let now = time(now)
         for (slot, answer) in answers { complete(slot: slot, answer, now: now) }
         var run: [Int] = []
         swap(&run, &resends)
@@ -214,7 +226,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
         armTimer()
     }
 
-    private mutating func complete(slot: Int, _ answer: LaneAnswer, now: Instant) {
+    private mutating func complete(slot: Int, _ answer: LaneAnswer, now: Time) {
         switch answer {
         case .answered(let status, let reason, let timestamp, let uniqueID):
             unreachable = nil
@@ -244,7 +256,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     }
 
     private mutating func answered(_ slot: Int, status: Int, reason: Reason?, timestamp: Int64?, uniqueID: String?,
-                                   now: Instant) {
+                                   now: Time) {
         if status == 200 {
             finish(slot, LaneEnding(status: 200, uniqueID: uniqueID), now: now)
             return
@@ -285,7 +297,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     /// that names the key and the environment: those waiting for a retry's backoff
     /// here, and (in `submit`) every one not sent yet. Requests already handed to the
     /// transport get their own answer, which is final.
-    private mutating func refuseKey(status: Int, reason: Reason, now: Instant) {
+    private mutating func refuseKey(status: Int, reason: Reason, now: Time) {
         guard keyRefusal == nil else { return }
         let error = "\(keyName) is not valid for \(place): APNs answered \(status) \(reason) (a key restricted to "
             + "the other environment); use a key for this environment or for both. Nothing is sent with it "
@@ -300,7 +312,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     /// Schedules another attempt (`resend`: at once, ahead of new requests), or ends
     /// the request with its last answer when its attempts are used up or its owner
     /// stopped waiting.
-    private mutating func retry(_ slot: Int, after delay: Duration, now: Instant, status: Int, reason: Reason?,
+    private mutating func retry(_ slot: Int, after delay: Duration, now: Time, status: Int, reason: Reason?,
                                 timestamp: Int64?, error: String?, resend: Bool = false) {
         let s = slots[slot]
         guard s.attempts - s.refusals < retryPolicy.maxAttempts, s.refusals <= Self.maxRefusals, !s.cancelled else {
@@ -324,7 +336,8 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
 
     /// The timer armed by `.armTimer` went off: the retries due go out.
     mutating func timerFired(now: Instant) {
-        timerDue = nil
+        let now = time(now)
+        timerAt = nil
         let (due, waiting) = retries.partitioned { $0.due <= now }
         retries = waiting
         submit(due.lazy.map(\.slot), resend: false, now: now)
@@ -335,9 +348,9 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     /// Makes sure a timer goes off when the earliest retry falls due.
     private mutating func armTimer() {
         guard let earliest = retries.lazy.map(\.due).min() else { return }
-        if let due = timerDue, due <= earliest { return }
-        timerDue = earliest
-        actions.append(.armTimer(earliest))
+        if let due = timerAt, due <= earliest { return }
+        timerAt = earliest
+        actions.append(.armTimer(origin! + earliest))
     }
 
     // MARK: - Events: the transport refused a submit
@@ -345,6 +358,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     /// The transport did not take these submitted slots (it is stopping): they were
     /// never sent, so their attempt is undone, and they end as shut down.
     mutating func transportRefused(_ refused: some Sequence<Int>, now: Instant) {
+        let now = time(now)
         for slot in refused {
             slots[slot].attempts -= 1
             if slots[slot].attempts == 0 { slots[slot].firstSent = nil }
@@ -376,6 +390,18 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     /// Every request started has its final result.
     var isDrained: Bool { busy == 0 }
 
+    /// When the request in `slot` was first handed to the transport.
+    func firstSent(_ slot: Int) -> Instant? { slots[slot].firstSent.map { origin! + $0 } }
+
+    /// `now` as the machine keeps time; the first one sets the origin.
+    private mutating func time(_ now: Instant) -> Time {
+        guard let origin else {
+            origin = now
+            return .zero
+        }
+        return now - origin
+    }
+
     // MARK: - Slots
 
     private mutating func take() -> Int? {
@@ -387,7 +413,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     /// Hands these slots to the transport (`.submit`), or ends them when that is
     /// gone, the key is refused or no token can be had. A slot counts its attempt now:
     /// its answer can arrive before the submitting thread returns.
-    private mutating func submit(_ run: some Collection<Int>, resend: Bool, now: Instant) {
+    private mutating func submit(_ run: some Collection<Int>, resend: Bool, now: Time) {
         guard !run.isEmpty else { return }
         guard !destroyed else {
             for slot in run { finish(slot, LaneEnding(status: 0, error: APNsError.shutDown.description), now: now) }
@@ -431,7 +457,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
 
     /// Ends a request: its result goes to its owner (`.finish`), its slot to the next
     /// waiter.
-    private mutating func finish(_ slot: Int, _ ending: LaneEnding, now: Instant) {
+    private mutating func finish(_ slot: Int, _ ending: LaneEnding, now: Time) {
         var done = Slot()
         swap(&done, &slots[slot])
         var ending = ending
@@ -463,7 +489,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
 
     /// Submits the slots filled for waiting callers, in one run. Ending a request can
     /// fill another (when submitting fails), hence the loop.
-    private mutating func submitStarts(now: Instant) {
+    private mutating func submitStarts(now: Time) {
         while !starts.isEmpty {
             let run = starts
             starts.removeAll()
