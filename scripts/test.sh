@@ -10,7 +10,7 @@
 #   api          schemathesis on apns-server and apns-mock against GET /openapi.json
 #                (api-test.sh), while the checks' build finishes
 #   tests-alone  ALONE, on their own once that build is done
-#   fuzz         every libFuzzer harness for a few seconds (fuzz.sh --short)
+#   fuzz         every libFuzzer harness for a few seconds (fuzz.sh --short), beside
 #   sanitize     ASan/UBSan tests of the shim and the mock, a 10k-request leak check
 #                per transport (sanitize.sh --short)
 # Neither the build (its links and its waits on one module's interface) nor the suite
@@ -90,6 +90,18 @@ cat "$api_log"
 [ $status = 0 ] || failed api
 
 scripts/timed.sh tests-alone timeout 600 "${tests[@]}" --filter "$alone" || failed tests-alone
-scripts/timed.sh fuzz scripts/fuzz.sh --short --no-build || failed fuzz
-scripts/timed.sh sanitize scripts/sanitize.sh --short --no-build || failed sanitize
+# The fuzzers (one core, each for its few seconds) beside the sanitizer runs, which
+# leave most of a core idle: neither waits on the other.
+fuzz_log=.build/fuzz-phase.log
+setsid scripts/timed.sh fuzz scripts/fuzz.sh --short --no-build >"$fuzz_log" 2>&1 &
+fuzz=$!
+trap 'kill -- -$fuzz 2>/dev/null' EXIT
+scripts/timed.sh sanitize scripts/sanitize.sh --short --no-build
+status=$?
+wait $fuzz
+fuzz_status=$?
+trap - EXIT
+cat "$fuzz_log"
+[ $fuzz_status = 0 ] || failed fuzz
+[ $status = 0 ] || failed sanitize
 echo "== make test: passed in $(( $(date +%s) - start )) s"
