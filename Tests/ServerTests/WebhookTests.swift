@@ -12,7 +12,8 @@ import TestSupport
 
     /// A server whose config sends every event to `receiver`, retrying quickly.
     static func server(_ store: ServerStore, production: MockServer?, receiver: WebhookReceiver,
-                       retryHours: Int = 1, events: [String] = WebhookEventType.allCases.map(\.rawValue)) async throws -> ServerProcess {
+                       retryHours: Int = 1, events: [String] = WebhookEventType.allCases.map(\.rawValue),
+                       pollMillis: Int = 50, concurrency: Int = 8) async throws -> ServerProcess {
         var options = ServerProcess.Options()
         if store == .postgres {
             options.database = try await ServerPostgresTrait.newDatabase()
@@ -23,7 +24,8 @@ import TestSupport
               backoff_base_ms: 100
               backoff_max_ms: 400
               timeout_ms: 30000
-              poll_interval_ms: 50
+              poll_interval_ms: \(pollMillis)
+              concurrency: \(concurrency)
               endpoints:
                 - url: \(receiver.url)
                   secret_file: webhook.secret
@@ -140,6 +142,33 @@ import TestSupport
         let metrics = await server.metrics().body
         #expect(metrics.contains(#"apns_server_webhook_deliveries_total{event="notification.completed",outcome="delivered"} 1"#), "\(metrics)")
         #expect(metrics.contains(#"outcome="retry""#))
+    }
+
+    /// A worker with every slot busy claims the next event as soon as a send ends, not
+    /// a poll later: ten events through one slot, polled every 5 s, arrive in far less
+    /// than the ten polls (50 s) that waiting out the interval after each would take.
+    @Test func aBusyWorkerClaimsTheNextEventAsSoonAsASendEnds() async throws {
+        let t = Harness.tokens(10, seed: 240)
+        let later = Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000
+        let production = try Harness.mock(sandbox: false) {
+            $0.unregistered = Dictionary(uniqueKeysWithValues: t.map { ($0, later) })
+        }
+        defer { production.stop() }
+        let receiver = WebhookReceiver()
+        receiver.up()
+        defer { receiver.stop() }
+        let server = try await Self.server(.sqlite, production: production, receiver: receiver,
+                                           events: ["token.deactivated"], pollMillis: 5_000, concurrency: 1)
+        try await server.start()
+        defer { Task { await server.stop() } }
+        for (i, token) in t.enumerated() { await BackendAPITests.register(server, user: "busy\(i)", token: token) }
+        _ = try await WorkerTests.notify(server, users: (0..<10).map { "busy\($0)" })
+        try await server.drained()
+        try await Self.wait("ten events through one slot", timeout: 25) {
+            let delivered = await server.backend("GET", "/v1/webhook-events?state=delivered").json["events"] as? [Any]
+            return delivered?.count == 10
+        }
+        #expect(Set(receiver.requests.compactMap { Self.json($0)["id"] as? String }).count == 10)
     }
 
     /// Events are written with the change that causes them: a kill -9 as soon as the

@@ -29,6 +29,9 @@ final class WebhookWorker: Service, Sendable {
 
     /// Events claimed and not yet finished.
     private let inFlight = Mutex(0)
+    /// Woken as each send ends, so that a busy worker claims the next event at once
+    /// rather than a poll interval later.
+    private let slotFreed = WorkerWakeup()
 
     init(config: ServerConfig, store: any DeliveryStore, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger) {
         self.config = config
@@ -55,6 +58,8 @@ final class WebhookWorker: Service, Sendable {
         await withDiscardingTaskGroup { group in
             var lastPrune = ContinuousClock.now - .seconds(86_400)
             var lastGauge = ContinuousClock.now - .seconds(86_400)
+            var lastCompletion = ContinuousClock.now - .seconds(86_400)
+            let poll = Duration.milliseconds(settings.pollIntervalMillis)
             // Polls rather than sleeping long, so that a shutdown is heard within one
             // poll interval; the group then waits for the sends in flight.
             while !Task.isCancelled && !Task.isShuttingDownGracefully {
@@ -67,24 +72,30 @@ final class WebhookWorker: Service, Sendable {
                     lastGauge = now
                     if let counts = try? await store.webhookEventCounts() { metrics.webhookEvents(counts) }
                 }
-                await completeNotifications()
-                let claimed = await claim()
+                if now - lastCompletion >= poll {
+                    lastCompletion = now
+                    await completeNotifications()
+                }
+                let free = settings.concurrency - inFlight.withLock { $0 }
+                guard free > 0 else {
+                    // Every slot busy: the next claim as soon as a send ends.
+                    await slotFreed.wait(timeout: poll)
+                    continue
+                }
+                let claimed = await claim(limit: free)
                 for event in claimed {
                     group.addTask { await self.send(event, client: client) }
                 }
-                if claimed.isEmpty || inFlight.withLock({ $0 }) >= settings.concurrency {
-                    try? await Task.sleep(for: .milliseconds(settings.pollIntervalMillis))
-                }
+                // Fewer than asked for: nothing more is due until the next poll.
+                if claimed.count < free { try? await Task.sleep(for: poll) }
             }
         }
         // Every send has ended (each is bounded by the timeout).
         try? await client.shutdown()
     }
 
-    /// Up to the free share of `concurrency`, counted in flight.
-    private func claim() async -> [WebhookEvent] {
-        let free = settings.concurrency - inFlight.withLock { $0 }
-        guard free > 0 else { return [] }
+    /// Up to `limit` due events (the free share of `concurrency`), counted in flight.
+    private func claim(limit free: Int) async -> [WebhookEvent] {
         // Long enough for an attempt and its finish; a dead process's claims expire.
         let lease = Int64(settings.timeoutMillis) * 2 + 30_000
         do {
@@ -115,7 +126,10 @@ final class WebhookWorker: Service, Sendable {
 
     /// One attempt, and its end recorded.
     private func send(_ event: WebhookEvent, client: HTTPClient) async {
-        defer { inFlight.withLock { $0 -= 1 } }
+        defer {
+            inFlight.withLock { $0 -= 1 }
+            slotFreed.wake()
+        }
         let attempt: WebhookAttempt
         if let endpoint = settings.endpoint(event.endpoint) {
             attempt = await post(event, to: endpoint, client: client)
