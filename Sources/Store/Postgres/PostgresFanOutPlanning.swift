@@ -113,16 +113,7 @@ extension PostgresStore: FanOutPlans {
                 RETURNING delivery_id
                 """).map { try $0.get(0, Int64.self) }.sorted()
             guard !ids.isEmpty else { return [] }
-            let found = try await db.rows("""
-                SELECT \(unescaped: Statements.claimedColumns.postgres)
-                FROM unnest(\(ids)::bigint[]) WITH ORDINALITY AS l (id, n)
-                JOIN deliveries d ON d.id = l.id
-                JOIN notifications n ON n.id = d.notification_id
-                LEFT JOIN devices v ON v.id = d.device_id
-                LEFT JOIN payloads p ON p.id = d.payload_id
-                ORDER BY l.n
-                """)
-            return try Self.claimedDeliveries(found)
+            return try await Self.claimedDeliveries(db, ids: ids)
         }
     }
 

@@ -162,17 +162,22 @@ extension PostgresStore {
                 .map { (available: try $0.get(1, Int64.self), id: try $0.get(0, Int64.self)) }
                 .sorted { ($0.available, $0.id) < ($1.available, $1.id) }
             guard !leased.isEmpty else { return [] }
-            let found = try await db.rows("""
-                SELECT \(unescaped: Statements.claimedColumns.postgres)
-                FROM unnest(\(leased.map(\.id))::bigint[]) WITH ORDINALITY AS l (id, n)
-                JOIN deliveries d ON d.id = l.id
-                JOIN notifications n ON n.id = d.notification_id
-                LEFT JOIN devices v ON v.id = d.device_id
-                LEFT JOIN payloads p ON p.id = d.payload_id
-                ORDER BY l.n
-                """)
-            return try Self.claimedDeliveries(found)
+            return try await Self.claimedDeliveries(db, ids: leased.map(\.id))
         }
+    }
+
+    /// The leased deliveries `ids`, read to be sent, in the order given.
+    static func claimedDeliveries(_ db: PostgresConnection, ids: [Int64]) async throws -> [ClaimedDelivery] {
+        let found = try await db.rows("""
+            SELECT \(unescaped: Statements.claimedColumns.postgres)
+            FROM unnest(\(ids)::bigint[]) WITH ORDINALITY AS l (id, n)
+            JOIN deliveries d ON d.id = l.id
+            JOIN notifications n ON n.id = d.notification_id
+            LEFT JOIN devices v ON v.id = d.device_id
+            LEFT JOIN payloads p ON p.id = d.payload_id
+            ORDER BY l.n
+            """)
+        return try claimedDeliveries(found)
     }
 
     /// Rows of `Statements.claimedColumns` as deliveries to send.
