@@ -293,9 +293,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         loop->now_ns += STEP_NS;
         serve(loop, c, client_written != wrote);
-        if ((flags & 2) && round == ROUNDS / 3)
+        if ((flags & 2) && round == ROUNDS / 3) {
             capns_mock_set_max_streams(m, 2 + (uint32_t)(flags >> 4));
             mock__loop_apply_limits(loop);
+        }
         bool server_wrote = atomic_load(&m->counters.bytes_out) != out;
         if (server_wrote)
             wait_readable(fd, 50);

@@ -37,7 +37,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     var settled = Set<[UInt8]>()
     do {
-        try resumed?.forEachSettled { settled.insert(Array($0.lazy.map(TokenLines.lowercased))) }
+        try resumed?.forEachSettled { settled.insert(Array($0.lazy.map(asciiLowercased))) }
     } catch { return 0 }
     guard let lines = try? TokenLines(path: tokensPath, resumed: resumed, bitsPerToken: bits) else {
         preconditionFailure("a readable tokens file was refused")
@@ -53,13 +53,18 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     return 0
 }
 
+/// Tokens compare without regard to ASCII case: the reference's own spelling of it.
+private func asciiLowercased(_ c: UInt8) -> UInt8 {
+    c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z") ? c + 32 : c
+}
+
 /// The contract spelled out with a Set: what TokenLines must hand out.
 private func reference(_ file: [UInt8], settled: Set<[UInt8]>) -> (sent: [String: Int], duplicates: Int, settled: Int) {
     var seen = Set<[UInt8]>(), sent: [String: Int] = [:], duplicates = 0, skipped = 0
     for raw in file.split(separator: 0x0A, omittingEmptySubsequences: false) {
         let line = TokenLines.trimmed(Array(raw))
         if line.isEmpty || line.first == UInt8(ascii: "#") { continue }
-        let key = Array(line.lazy.map(TokenLines.lowercased))
+        let key = Array(line.lazy.map(asciiLowercased))
         guard seen.insert(key).inserted else { duplicates += 1; continue }
         if settled.contains(key) { skipped += 1; continue }
         sent[String(decoding: line, as: UTF8.self), default: 0] += 1
