@@ -55,6 +55,15 @@ trap 'exit 130' INT TERM
 # tests is read from it (--disable-index-store leaves the discovery step without units).
 scripts/timed.sh build "$swift" build --build-tests || failed build
 
+# A checks' build that has already failed (a harness that no longer compiles) fails
+# the run now, not after the suite.
+checks_status=
+if ! kill -0 $checks 2>/dev/null; then
+  wait $checks
+  checks_status=$?
+  [ $checks_status = 0 ] || { tail -n 40 "$log" >&2; failed checks-build; }
+fi
+
 # The test bundle runs directly: `swift test --skip-build` would load and plan the
 # package again for every run (tens of CPU-seconds on two cores) and start the bundle
 # twice, once for XCTest, which has no tests here.
@@ -75,8 +84,7 @@ api=$!
 trap 'kill -- -$checks 2>/dev/null; kill -- -$api 2>/dev/null' EXIT
 
 waited=$(date +%s)
-wait $checks
-status=$?
+if [ -z "$checks_status" ]; then wait $checks; status=$?; else status=$checks_status; fi
 tail -n 1 "$log"
 echo "   (waited $(( $(date +%s) - waited )) s for it after the suite, schemathesis running beside it)"
 if [ $status != 0 ]; then
