@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Store
 
 /// `log_format: json`: one JSON object a line on stderr, for a log shipper to parse
 /// without a pattern: `time` (UTC, ISO 8601 with milliseconds), `level`, `message`,
@@ -45,14 +46,14 @@ public struct JSONLogHandler: LogHandler {
     /// that two runs' logs diff line by line.
     static func line(time: Date, level: Logger.Level, message: String, label: String, metadata: Logger.Metadata) -> String {
         var out = "{\"time\":\"\(timestamp(time))\",\"level\":\"\(level.rawValue)\",\"message\":"
-        appendString(message, to: &out)
+        JSONText.append(message, to: &out)
         out += ",\"logger\":"
-        appendString(label, to: &out)
+        JSONText.append(label, to: &out)
         for key in metadata.keys.sorted() {
             out += ","
-            appendString(reserved.contains(key) ? "meta." + key : key, to: &out)
+            JSONText.append(reserved.contains(key) ? "meta." + key : key, to: &out)
             out += ":"
-            appendString(flatten(metadata[key]!), to: &out)
+            JSONText.append(flatten(metadata[key]!), to: &out)
         }
         out += "}\n"
         return out
@@ -65,24 +66,6 @@ public struct JSONLogHandler: LogHandler {
         case .stringConvertible(let c): return c.description
         case .array, .dictionary: return value.description
         }
-    }
-
-    static func appendString(_ s: String, to out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7f
-                || (0x2028...0x2029).contains(scalar.value):  // line separators some readers split on
-                out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
     }
 
     /// 2026-01-31T12:34:56.789Z

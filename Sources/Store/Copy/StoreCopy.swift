@@ -356,7 +356,7 @@ public struct StoreCopy: Sendable {
                 case .double(let d):
                     out += String(d)
                 case .string(let s):
-                    appendJSONString(s, to: &out)
+                    JSONText.append(s, to: &out)
                 case .blob(let data):
                     out += "\"\\\\x"
                     var hex = [UInt8]()
@@ -376,22 +376,6 @@ public struct StoreCopy: Sendable {
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    private static func appendJSONString(_ s: String, to out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
-    }
 
     // MARK: Errors as one line
 
