@@ -164,29 +164,22 @@ extension SQLiteStore {
         }
     }
 
-    public func finishWebhookEvent(worker: String, id: Int64, _ attempt: WebhookAttempt,
-                                   now: Int64) async throws(StoreError) {
-        try await write("finish webhook event") { db in
-            switch attempt {
-            case .delivered(let status):
-                try db.execute(sql: """
-                    UPDATE webhook_events SET state = 'delivered', attempts = attempts + 1, last_status = ?,
-                                              last_error = NULL, finished_at = ?, lease_until = NULL, claimed_by = NULL
-                    WHERE id = ? AND claimed_by = ? AND state = 'pending'
-                    """, arguments: [status, now, id, worker])
-            case .failed(let status, let error, let retryAt?):
-                try db.execute(sql: """
-                    UPDATE webhook_events SET attempts = attempts + 1, last_status = ?, last_error = ?, available_at = ?,
-                                              lease_until = NULL, claimed_by = NULL
-                    WHERE id = ? AND claimed_by = ? AND state = 'pending'
-                    """, arguments: [status, error, retryAt, id, worker])
-            case .failed(let status, let error, nil):
-                try db.execute(sql: """
-                    UPDATE webhook_events SET state = 'failed', attempts = attempts + 1, last_status = ?, last_error = ?,
-                                              finished_at = ?, lease_until = NULL, claimed_by = NULL
-                    WHERE id = ? AND claimed_by = ? AND state = 'pending'
-                    """, arguments: [status, error, now, id, worker])
-            }
+    public func finishWebhookEvents(worker: String, _ ends: [WebhookAttemptEnd],
+                                    now: Int64) async throws(StoreError) {
+        guard !ends.isEmpty else { return }
+        try await write("finish webhook events") { db in
+            try db.cachedStatement(sql: """
+                UPDATE webhook_events
+                SET state = e.state, attempts = attempts + 1, last_status = e.status, last_error = e.error,
+                    available_at = coalesce(e.available_at, webhook_events.available_at),
+                    finished_at = e.finished_at, lease_until = NULL, claimed_by = NULL
+                FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.state') AS state,
+                             json_extract(value, '$.status') AS status, json_extract(value, '$.error') AS error,
+                             json_extract(value, '$.available_at') AS available_at,
+                             json_extract(value, '$.finished_at') AS finished_at
+                      FROM json_each(?1)) AS e
+                WHERE webhook_events.id = e.id AND webhook_events.claimed_by = ?2 AND webhook_events.state = 'pending'
+                """).execute(arguments: [WebhookAttemptEnd.rows(ends, now: now), worker])
         }
     }
 

@@ -98,11 +98,16 @@ import TestSupport
             #expect(a.count == 3 && a.allSatisfy { $0.attempts == 0 && $0.eventID.hasPrefix("evt_") })
             #expect(Set(a.map(\.eventID)).count == 3)
             #expect(try await store.claimWebhookEvents(worker: "b", limit: 10, leaseMillis: 100, now: 50).isEmpty, "leased")
-            try await store.finishWebhookEvent(worker: "a", id: a[0].id, .failed(status: 500, error: "HTTP 500", retryAt: 60), now: 20)
-            try await store.finishWebhookEvent(worker: "a", id: a[1].id, .delivered(status: 204), now: 20)
-            try await store.finishWebhookEvent(worker: "a", id: a[2].id, .failed(status: nil, error: "refused", retryAt: nil), now: 20)
+            // Three ends in one write; the error text is kept as given, quotes and control characters included.
+            let refused = "refused: \"r1\"\n\u{1}\\"
+            try await store.finishWebhookEvents(worker: "a", [
+                WebhookAttemptEnd(id: a[0].id, .failed(status: 500, error: "HTTP 500", retryAt: 60)),
+                WebhookAttemptEnd(id: a[1].id, .delivered(status: 204)),
+                WebhookAttemptEnd(id: a[2].id, .failed(status: nil, error: refused, retryAt: nil)),
+            ], now: 20)
             // A late finish from a worker that does not hold it changes nothing.
-            try await store.finishWebhookEvent(worker: "b", id: a[1].id, .failed(status: nil, error: "x", retryAt: nil), now: 21)
+            try await store.finishWebhookEvents(worker: "b", [WebhookAttemptEnd(id: a[1].id,
+                                                            .failed(status: nil, error: "x", retryAt: nil))], now: 21)
             #expect(try await store.claimWebhookEvents(worker: "b", limit: 10, leaseMillis: 100, now: 59).isEmpty, "backing off")
             let again = try await store.claimWebhookEvents(worker: "b", limit: 10, leaseMillis: 100, now: 60)
             #expect(again.map(\.eventID) == [a[0].eventID] && again.first?.attempts == 1)
@@ -110,7 +115,11 @@ import TestSupport
             #expect(try await store.webhookEventCounts() == ["pending": 1, "failed": 1])
             let failed = try await store.webhookEvents(state: "failed", limit: 10, after: nil)
             #expect(failed.map(\.event.eventID) == [a[2].eventID])
-            #expect(failed.first?.lastError == "refused" && failed.first?.finishedAt == 20 && failed.first?.event.attempts == 1)
+            #expect(failed.first?.lastError == refused && failed.first?.finishedAt == 20 && failed.first?.event.attempts == 1)
+            #expect(failed.first?.lastStatus == nil)
+            let retrying = try await store.webhookEvents(state: "pending", limit: 10, after: nil)
+            #expect(retrying.first?.lastStatus == 500 && retrying.first?.lastError == "HTTP 500"
+                    && retrying.first?.finishedAt == nil)
             let delivered = try await store.webhookEvents(state: "delivered", limit: 10, after: nil)
             #expect(delivered.map(\.event.eventID) == [a[1].eventID] && delivered.first?.lastStatus == 204)
             let all = try await store.webhookEvents(state: nil, limit: 2, after: nil)

@@ -27,11 +27,13 @@ final class WebhookWorker: Service, Sendable {
     let logger: Logger
     let workerID = "webhooks-\(UUID().uuidString.prefix(8).lowercased())"
 
-    /// Events claimed and not yet finished.
+    /// Events claimed whose send has not ended.
     private let inFlight = Mutex(0)
-    /// Woken as each send ends, so that a busy worker claims the next event at once
-    /// rather than a poll interval later.
-    private let slotFreed = WorkerWakeup()
+    /// Sends that ended, not yet recorded: the loop records them all in one write.
+    private let ended = Mutex<[WebhookAttemptEnd]>([])
+    /// Woken as each send ends, so that the loop records it and a busy worker
+    /// claims the next event at once rather than a poll interval later.
+    private let sendEnded = WorkerWakeup()
 
     init(config: ServerConfig, store: any DeliveryStore, clock: any ServiceClock, metrics: ServiceMetrics, logger: Logger) {
         self.config = config
@@ -59,9 +61,11 @@ final class WebhookWorker: Service, Sendable {
             var lastPrune = ContinuousClock.now - .seconds(86_400)
             var lastGauge = ContinuousClock.now - .seconds(86_400)
             var lastCompletion = ContinuousClock.now - .seconds(86_400)
+            var lastClaim = ContinuousClock.now - .seconds(86_400)
+            var lastClaimFull = false
             let poll = Duration.milliseconds(settings.pollIntervalMillis)
-            // Polls rather than sleeping long, so that a shutdown is heard within one
-            // poll interval; the group then waits for the sends in flight.
+            // Waits at most a poll, so that a shutdown is heard within one; the group
+            // then waits for the sends in flight.
             while !Task.isCancelled && !Task.isShuttingDownGracefully {
                 let now = ContinuousClock.now
                 if now - lastPrune >= .seconds(config.retention.intervalSeconds) {
@@ -76,22 +80,40 @@ final class WebhookWorker: Service, Sendable {
                     lastCompletion = now
                     await completeNotifications()
                 }
+                // Every send that ended while the store was busy is recorded in one
+                // write, and the freed slots are claimed again in one more: under
+                // load the writes grow by the events they carry, not in number.
+                await recordEnded()
+                // More may be due at once after a claim that filled every free slot;
+                // after one that found fewer, not before the next poll.
                 let free = settings.concurrency - inFlight.withLock { $0 }
-                guard free > 0 else {
-                    // Every slot busy: the next claim as soon as a send ends.
-                    await slotFreed.wait(timeout: poll)
-                    continue
+                if free > 0, lastClaimFull || now - lastClaim >= poll {
+                    lastClaim = now
+                    let claimed = await claim(limit: free)
+                    lastClaimFull = claimed.count == free
+                    for event in claimed {
+                        group.addTask { await self.send(event, client: client) }
+                    }
+                    if lastClaimFull { continue }
                 }
-                let claimed = await claim(limit: free)
-                for event in claimed {
-                    group.addTask { await self.send(event, client: client) }
-                }
-                // Fewer than asked for: nothing more is due until the next poll.
-                if claimed.count < free { try? await Task.sleep(for: poll) }
+                await sendEnded.wait(timeout: poll)
             }
         }
-        // Every send has ended (each is bounded by the timeout).
+        // Every send has ended (each is bounded by the timeout): the last ones recorded.
+        await recordEnded()
         try? await client.shutdown()
+    }
+
+    /// Records the sends that ended since the last call. Should the write fail,
+    /// their leases run out and the events go again (at least once).
+    private func recordEnded() async {
+        let ends = ended.withLock { e -> [WebhookAttemptEnd] in defer { e.removeAll() }; return e }
+        guard !ends.isEmpty else { return }
+        do {
+            try await store.finishWebhookEvents(worker: workerID, ends, now: clock.nowMillis)
+        } catch {
+            logger.error("recording webhook attempts failed", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Up to `limit` due events (the free share of `concurrency`), counted in flight.
@@ -124,12 +146,8 @@ final class WebhookWorker: Service, Sendable {
         Array(#"{"id":"\#(event.eventID)","type":"\#(event.type)","created_at":"\#(Timestamp.iso8601(millis: event.createdAt))","data":\#(event.data)}"#.utf8)
     }
 
-    /// One attempt, and its end recorded.
+    /// One attempt; its end is left for the loop to record.
     private func send(_ event: WebhookEvent, client: HTTPClient) async {
-        defer {
-            inFlight.withLock { $0 -= 1 }
-            slotFreed.wake()
-        }
         let attempt: WebhookAttempt
         if let endpoint = settings.endpoint(event.endpoint) {
             attempt = await post(event, to: endpoint, client: client)
@@ -149,12 +167,9 @@ final class WebhookWorker: Service, Sendable {
                                   "status": "\(status.map(String.init) ?? "none")", "error": "\(error)",
                                   "final": "\(retryAt == nil)"])
         }
-        do {
-            try await store.finishWebhookEvent(worker: workerID, id: event.id, attempt, now: clock.nowMillis)
-        } catch {
-            // The lease expires and the event goes again (at least once).
-            logger.error("recording a webhook attempt failed", metadata: ["error": "\(error)"])
-        }
+        ended.withLock { $0.append(WebhookAttemptEnd(id: event.id, attempt)) }
+        inFlight.withLock { $0 -= 1 }
+        sendEnded.wake()
     }
 
     private func post(_ event: WebhookEvent, to endpoint: WebhookConfig.Endpoint, client: HTTPClient) async -> WebhookAttempt {

@@ -103,6 +103,44 @@ public enum WebhookAttempt: Sendable, Hashable {
     case failed(status: Int?, error: String, retryAt: Int64?)
 }
 
+/// How the attempt on one claimed event ended.
+public struct WebhookAttemptEnd: Sendable, Hashable {
+    /// The event's row.
+    public var id: Int64
+    public var attempt: WebhookAttempt
+
+    public init(id: Int64, _ attempt: WebhookAttempt) {
+        self.id = id
+        self.attempt = attempt
+    }
+}
+
+extension WebhookAttemptEnd {
+    /// The ends as the rows both stores update from, one JSON array: each event's
+    /// next state, last status and error, when it is due again (a retry; null
+    /// otherwise) and when it finished (null while it is still pending).
+    static func rows(_ ends: [WebhookAttemptEnd], now: Int64) -> String {
+        var out = "["
+        for (i, end) in ends.enumerated() {
+            if i > 0 { out += "," }
+            let state: String, status: Int?, error: String?, availableAt: Int64?, finishedAt: Int64?
+            switch end.attempt {
+            case .delivered(let s):
+                (state, status, error, availableAt, finishedAt) = ("delivered", s, nil, nil, now)
+            case .failed(let s, let e, let retryAt?):
+                (state, status, error, availableAt, finishedAt) = ("pending", s, e, retryAt, nil)
+            case .failed(let s, let e, nil):
+                (state, status, error, availableAt, finishedAt) = ("failed", s, e, nil, now)
+            }
+            out += #"{"id":\#(end.id),"state":"\#(state)","status":\#(status.map(String.init) ?? "null"),"error":"#
+            if let error { JSONText.append(error, to: &out) } else { out += "null" }
+            out += #","available_at":\#(availableAt.map(String.init) ?? "null")"#
+            out += #","finished_at":\#(finishedAt.map(String.init) ?? "null")}"#
+        }
+        return out + "]"
+    }
+}
+
 /// The store's side of webhooks (both stores, the same meaning).
 public protocol WebhookEventStore: Sendable {
     /// Which receivers want which events, from now on (set at start).
@@ -113,9 +151,10 @@ public protocol WebhookEventStore: Sendable {
     func claimWebhookEvents(worker: String, limit: Int, leaseMillis: Int64,
                             now: Int64) async throws(StoreError) -> [WebhookEvent]
 
-    /// Records an attempt's end for an event this worker holds (ignored otherwise).
-    func finishWebhookEvent(worker: String, id: Int64, _ attempt: WebhookAttempt,
-                            now: Int64) async throws(StoreError)
+    /// Records, in one transaction, how attempts on events this worker holds ended
+    /// (an event it no longer holds is left alone): the worker records at once every
+    /// send that ended while it waited for the store.
+    func finishWebhookEvents(worker: String, _ ends: [WebhookAttemptEnd], now: Int64) async throws(StoreError)
 
     /// Looks at up to `limit` notifications a finish touched whose check is due: each
     /// with nothing pending any more gets its `notification.completed` events (once);

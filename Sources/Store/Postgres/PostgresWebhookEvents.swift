@@ -192,30 +192,18 @@ extension PostgresStore {
         return try decoded("claim webhook events") { try claimed.map(WebhookEvent.init(postgres:)).sorted { $0.id < $1.id } }
     }
 
-    public func finishWebhookEvent(worker: String, id: Int64, _ attempt: WebhookAttempt,
-                                   now: Int64) async throws(StoreError) {
-        switch attempt {
-        case .delivered(let status):
-            _ = try await rows("finish webhook event", """
-                UPDATE webhook_events SET state = 'delivered', attempts = attempts + 1, last_status = \(Int64(status)),
-                                          last_error = NULL, finished_at = \(now), lease_until = NULL, claimed_by = NULL
-                WHERE id = \(id) AND claimed_by = \(worker) AND state = 'pending'
-                """)
-        case .failed(let status, let error, let retryAt?):
-            _ = try await rows("finish webhook event", """
-                UPDATE webhook_events SET attempts = attempts + 1, last_status = \(status.map(Int64.init))::integer,
-                                          last_error = \(error), available_at = \(retryAt),
-                                          lease_until = NULL, claimed_by = NULL
-                WHERE id = \(id) AND claimed_by = \(worker) AND state = 'pending'
-                """)
-        case .failed(let status, let error, nil):
-            _ = try await rows("finish webhook event", """
-                UPDATE webhook_events SET state = 'failed', attempts = attempts + 1,
-                                          last_status = \(status.map(Int64.init))::integer, last_error = \(error),
-                                          finished_at = \(now), lease_until = NULL, claimed_by = NULL
-                WHERE id = \(id) AND claimed_by = \(worker) AND state = 'pending'
-                """)
-        }
+    public func finishWebhookEvents(worker: String, _ ends: [WebhookAttemptEnd],
+                                    now: Int64) async throws(StoreError) {
+        guard !ends.isEmpty else { return }
+        _ = try await rows("finish webhook events", """
+            UPDATE webhook_events w
+            SET state = e.state, attempts = w.attempts + 1, last_status = e.status, last_error = e.error,
+                available_at = coalesce(e.available_at, w.available_at),
+                finished_at = e.finished_at, lease_until = NULL, claimed_by = NULL
+            FROM jsonb_to_recordset(\(WebhookAttemptEnd.rows(ends, now: now))::jsonb)
+                 AS e (id bigint, state text, status integer, error text, available_at bigint, finished_at bigint)
+            WHERE w.id = e.id AND w.claimed_by = \(worker) AND w.state = 'pending'
+            """)
     }
 
     public func webhookEvents(state: String?, limit: Int, after: Int64?) async throws(StoreError) -> [WebhookEventView] {
