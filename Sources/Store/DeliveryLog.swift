@@ -28,13 +28,9 @@ extension SQLiteStore {
                 ids.append(r["log_id"])
                 deliveries.append(DeliveryView(row: r))
             }
-            var next: Int64?
-            if limit != Int.max, deliveries.count > limit {
-                deliveries.removeLast()
-                next = ids[limit - 1]
-            }
+            let page = Page(rows: deliveries, limit: limit) { ids[$0] }
             return NotificationView(id: row["id"], type: row["type"], entityID: row["entity_id"],
-                                    createdAt: row["created_at"], deliveries: deliveries, counts: counts, next: next)
+                                    createdAt: row["created_at"], deliveries: page.items, counts: counts, next: page.next)
         }
     }
 

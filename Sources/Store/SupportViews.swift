@@ -27,9 +27,7 @@ extension SQLiteStore {
                 ids.append(r["log_id"])
                 items.append(DeliveryView(row: r))
             }
-            guard items.count > limit else { return Page(items: items, next: nil) }
-            items.removeLast()
-            return Page(items: items, next: ids[limit - 1])
+            return Page(rows: items, limit: limit) { ids[$0] }
         }
     }
 
@@ -38,7 +36,7 @@ extension SQLiteStore {
         try await read("list recent notifications") { db in
             let cursor = before ?? TimeCursor(millis: Int64.max, id: "")
             // Ties in time are ordered by id; a cursor at Int64.max lets every row through.
-            var items = try Row.fetchAll(db, sql: """
+            let rows = try Row.fetchAll(db, sql: """
                 SELECT id, type, app_type, entity_id, created_at FROM notifications
                 WHERE created_at < ? OR (created_at = ? AND id < ?)
                 ORDER BY created_at DESC, id DESC LIMIT ?
@@ -46,21 +44,17 @@ extension SQLiteStore {
                 NotificationSummary(id: row["id"], type: row["type"], appType: row["app_type"],
                                     entityID: row["entity_id"], createdAt: row["created_at"], counts: [:])
             }
-            var next: TimeCursor?
-            if items.count > limit {
-                items.removeLast()
-                next = TimeCursor(millis: items[limit - 1].createdAt, id: items[limit - 1].id)
+            var page = Page(rows: rows, limit: limit) { TimeCursor(millis: rows[$0].createdAt, id: rows[$0].id) }
+            var counts: [String: [String: Int]] = [:]
+            for r in try Row.fetchAll(db, sql: """
+                SELECT d.notification_id, coalesce(r.state, d.state), count(*)
+                FROM deliveries d LEFT JOIN results r ON r.delivery_id = d.id
+                WHERE d.notification_id IN (SELECT value FROM json_each(?)) GROUP BY 1, 2
+                """, arguments: [jsonArray(page.items.map(\.id))]) {
+                counts[r[0], default: [:]][r[1]] = r[2]
             }
-            for i in items.indices {
-                for r in try Row.fetchAll(db, sql: """
-                    SELECT coalesce(r.state, d.state) AS state, count(*) AS n
-                    FROM deliveries d LEFT JOIN results r ON r.delivery_id = d.id
-                    WHERE d.notification_id = ? GROUP BY 1
-                    """, arguments: [items[i].id]) {
-                    items[i].counts[r["state"]] = r["n"]
-                }
-            }
-            return Page(items: items, next: next)
+            for i in page.items.indices { page.items[i].counts = counts[page.items[i].id] ?? [:] }
+            return page
         }
     }
 
@@ -69,19 +63,15 @@ extension SQLiteStore {
         try await read("list deactivated devices") { db in
             let cursorID = before.flatMap { Int64($0.id) } ?? Int64.max
             let cursorTime = before?.millis ?? Int64.max
-            var items = try Row.fetchAll(db, sql: """
+            let items = try Row.fetchAll(db, sql: """
                 SELECT \(UserDevice.columns) FROM devices d LEFT JOIN device_use u ON u.device_id = d.id
                 WHERE d.is_active = 0 AND d.platform <> 'liveactivity' AND d.deactivated_at >= ?
                   AND (d.deactivated_at < ? OR (d.deactivated_at = ? AND d.id < ?))
                 ORDER BY d.deactivated_at DESC, d.id DESC LIMIT ?
                 """, arguments: [since, cursorTime, cursorTime, cursorID, limit + 1]).map(UserDevice.init(row:))
-            var next: TimeCursor?
-            if items.count > limit {
-                items.removeLast()
-                let last = items[limit - 1]
-                next = TimeCursor(millis: last.deactivatedAt ?? 0, id: String(last.id))
+            return Page(rows: items, limit: limit) {
+                TimeCursor(millis: items[$0].deactivatedAt ?? 0, id: String(items[$0].id))
             }
-            return Page(items: items, next: next)
         }
     }
 }

@@ -28,6 +28,17 @@ public struct Page<Item: Sendable & Hashable, Cursor: Sendable & Hashable>: Send
         self.items = items
         self.next = next
     }
+
+    /// The page in `rows`, read in the list's order up to `limit + 1`: a row past
+    /// `limit` only tells that another page follows, whose cursor is that of the
+    /// page's last item (`cursor` of its index in `rows`).
+    init(rows: [Item], limit: Int, cursor: (Int) -> Cursor) {
+        guard rows.count > limit else {
+            self.init(items: rows, next: nil)
+            return
+        }
+        self.init(items: Array(rows.prefix(limit)), next: cursor(limit - 1))
+    }
 }
 
 /// A place in a list ordered by a time and then by an id, both descending: the

@@ -31,13 +31,9 @@ extension PostgresStore {
                 ids.append(try r.get(0, Int64.self))
                 deliveries.append(try DeliveryView(postgres: r, from: 1))
             }
-            var next: Int64?
-            if limit != Int.max, deliveries.count > limit {
-                deliveries.removeLast()
-                next = ids[limit - 1]
-            }
+            let page = Page(rows: deliveries, limit: limit) { ids[$0] }
             return NotificationView(id: try row.get(0), type: try row.get(1), entityID: try row.get(2),
-                                    createdAt: try row.get(3), deliveries: deliveries, counts: counts, next: next)
+                                    createdAt: try row.get(3), deliveries: page.items, counts: counts, next: page.next)
         }
     }
 

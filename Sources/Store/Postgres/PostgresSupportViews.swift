@@ -33,9 +33,7 @@ extension PostgresStore {
                 ids.append(try r.get(0, Int64.self))
                 items.append(try DeliveryView(postgres: r, from: 1))
             }
-            guard items.count > limit else { return Page(items: items, next: nil) }
-            items.removeLast()
-            return Page(items: items, next: ids[limit - 1])
+            return Page(rows: items, limit: limit) { ids[$0] }
         } catch {
             throw StoreError(postgres: error, doing, configuration)
         }
@@ -47,21 +45,17 @@ extension PostgresStore {
         try await transaction("list recent notifications") { db in
             try await db.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             let cursor = before ?? TimeCursor(millis: Int64.max, id: "")
-            var items: [NotificationSummary] = []
+            var rows: [NotificationSummary] = []
             for row in try await db.rows("""
                 SELECT id, type, app_type, entity_id, created_at FROM notifications
                 WHERE created_at < \(cursor.millis) OR (created_at = \(cursor.millis) AND id COLLATE "C" < \(cursor.id))
                 ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT \(Int64(limit) + 1)::bigint
                 """) {
-                items.append(NotificationSummary(id: try row.get(0), type: try row.get(1), appType: try row.get(2),
-                                                 entityID: try row.get(3), createdAt: try row.get(4), counts: [:]))
+                rows.append(NotificationSummary(id: try row.get(0), type: try row.get(1), appType: try row.get(2),
+                                                entityID: try row.get(3), createdAt: try row.get(4), counts: [:]))
             }
-            var next: TimeCursor?
-            if items.count > limit {
-                items.removeLast()
-                next = TimeCursor(millis: items[limit - 1].createdAt, id: items[limit - 1].id)
-            }
-            let ids = items.map(\.id)
+            var page = Page(rows: rows, limit: limit) { TimeCursor(millis: rows[$0].createdAt, id: rows[$0].id) }
+            let ids = page.items.map(\.id)
             var counts: [String: [String: Int]] = [:]
             for r in try await db.rows("""
                 SELECT d.notification_id, coalesce(r.state, d.state), count(*)
@@ -70,8 +64,8 @@ extension PostgresStore {
                 """) {
                 counts[try r.get(0, String.self), default: [:]][try r.get(1, String.self)] = try r.get(2, Int.self)
             }
-            for i in items.indices { items[i].counts = counts[items[i].id] ?? [:] }
-            return Page(items: items, next: next)
+            for i in page.items.indices { page.items[i].counts = counts[page.items[i].id] ?? [:] }
+            return page
         }
     }
 
@@ -87,14 +81,10 @@ extension PostgresStore {
             ORDER BY d.deactivated_at DESC, d.id DESC LIMIT \(Int64(limit) + 1)::bigint
             """)
         do {
-            var items = try found.map { try UserDevice(postgres: $0) }
-            var next: TimeCursor?
-            if items.count > limit {
-                items.removeLast()
-                let last = items[limit - 1]
-                next = TimeCursor(millis: last.deactivatedAt ?? 0, id: String(last.id))
+            let items = try found.map { try UserDevice(postgres: $0) }
+            return Page(rows: items, limit: limit) {
+                TimeCursor(millis: items[$0].deactivatedAt ?? 0, id: String(items[$0].id))
             }
-            return Page(items: items, next: next)
         } catch {
             throw StoreError(postgres: error, doing, configuration)
         }
