@@ -6,8 +6,11 @@
 /// registers that is missing here fails it, and so does a path here that no route
 /// serves. To add a route: add its path item under "paths" (the method, `operationId`,
 /// `security`: `apiKey` for `/v1`, `userJWT` for `/api/user`, the parameters, the
-/// request body and every status it answers, errors by `#/components/responses/…`),
+/// request body and the statuses it answers, errors by `#/components/responses/…`),
 /// reusing the schemas under "components".
+///
+/// The errors every operation of a kind answers are not written out: `served` adds
+/// them (`impliedErrors`). Write only an operation's own (404, 409, 422, 503 …).
 ///
 /// Written as JSON in the source, so that the binary carries it with no resource
 /// bundle; constraints say what the server enforces, no more: a request the
@@ -48,8 +51,7 @@ enum OpenAPIDocument {
         "description": "The bearer is one of the API keys, or the `metrics_token_file` token when the config names one.",
         "security": [{"apiKey": []}],
         "responses": {
-          "200": {"description": "Prometheus text exposition format.", "content": {"text/plain": {"schema": {"type": "string"}}}},
-          "401": {"$ref": "#/components/responses/Unauthorized"}
+          "200": {"description": "Prometheus text exposition format.", "content": {"text/plain": {"schema": {"type": "string"}}}}
         }
       }
     },
@@ -74,11 +76,7 @@ enum OpenAPIDocument {
         "responses": {
           "200": {"description": "Registered.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Success"},
             "example": {"success": true, "message": "Device token registered successfully"}}}},
-          "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
-          "408": {"$ref": "#/components/responses/Timeout"},
           "409": {"$ref": "#/components/responses/Conflict"},
-          "413": {"$ref": "#/components/responses/TooLarge"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       },
@@ -92,11 +90,7 @@ enum OpenAPIDocument {
         "responses": {
           "200": {"description": "Unregistered.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Success"},
             "example": {"success": true, "message": "Device token unregistered successfully"}}}},
-          "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "404": {"$ref": "#/components/responses/NotFound"},
-          "408": {"$ref": "#/components/responses/Timeout"},
-          "413": {"$ref": "#/components/responses/TooLarge"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       }
@@ -111,7 +105,6 @@ enum OpenAPIDocument {
               "success": {"const": true},
               "tokens": {"type": "array", "items": {"$ref": "#/components/schemas/Device"}}}},
             "example": {"success": true, "tokens": [{"id": 1, "platform": "ios", "app_type": "staff", "device_name": "iPhone 15 Pro", "os_version": "17.4", "app_version": "1.0.0", "last_used_at": "2026-11-22T21:28:00.123Z", "created_at": "2026-11-20T09:00:00.000Z"}]}}}},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       }
@@ -129,7 +122,6 @@ enum OpenAPIDocument {
               "preferences": {"$ref": "#/components/schemas/Preferences"}}},
             "example": {"success": true, "preferences": {"notificationsEnabled": true, "orderStatusChanged": true, "orderCreated": true, "orderCollected": true, "deviceStatusChanged": true, "quoteApproved": true, "quoteRejected": true, "paymentReceived": true, "newEnquiry": true, "enquiryReply": true}}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       },
@@ -146,10 +138,6 @@ enum OpenAPIDocument {
         "responses": {
           "200": {"description": "Saved.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Success"},
             "example": {"success": true, "message": "Push preferences updated successfully"}}}},
-          "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
-          "408": {"$ref": "#/components/responses/Timeout"},
-          "413": {"$ref": "#/components/responses/TooLarge"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       }
@@ -165,11 +153,7 @@ enum OpenAPIDocument {
         "responses": {
           "200": {"description": "Registered.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Success"},
             "example": {"success": true, "message": "Live Activity token registered successfully"}}}},
-          "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
-          "408": {"$ref": "#/components/responses/Timeout"},
           "409": {"$ref": "#/components/responses/Conflict"},
-          "413": {"$ref": "#/components/responses/TooLarge"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       },
@@ -182,11 +166,7 @@ enum OpenAPIDocument {
         "responses": {
           "200": {"description": "Unregistered.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Success"},
             "example": {"success": true, "message": "Live Activity token unregistered successfully"}}}},
-          "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "404": {"$ref": "#/components/responses/NotFound"},
-          "408": {"$ref": "#/components/responses/Timeout"},
-          "413": {"$ref": "#/components/responses/TooLarge"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       }
@@ -200,7 +180,6 @@ enum OpenAPIDocument {
             "schema": {"type": "object", "required": ["success", "tokens"], "properties": {
               "success": {"const": true},
               "tokens": {"type": "array", "items": {"$ref": "#/components/schemas/LiveActivityToken"}}}}}}},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       }
@@ -221,7 +200,6 @@ enum OpenAPIDocument {
             "schema": {"type": "object", "required": ["success", "channelId"], "properties": {"success": {"const": true}, "channelId": {"type": "string"}}},
             "example": {"success": true, "channelId": "dHN0LXNyY2gtY2hubA=="}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "404": {"$ref": "#/components/responses/NotFound"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
@@ -240,11 +218,7 @@ enum OpenAPIDocument {
             "schema": {"type": "object", "required": ["success", "apns_id", "received_at", "opened_at"], "properties": {
               "success": {"const": true}, "apns_id": {"type": "string"},
               "received_at": {"$ref": "#/components/schemas/Timestamp"}, "opened_at": {"$ref": "#/components/schemas/Timestamp"}}}}}},
-          "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "404": {"$ref": "#/components/responses/NotFound"},
-          "408": {"$ref": "#/components/responses/Timeout"},
-          "413": {"$ref": "#/components/responses/TooLarge"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       }
@@ -261,7 +235,6 @@ enum OpenAPIDocument {
               "user_id": {"type": "string"},
               "tokens": {"type": "array", "items": {"$ref": "#/components/schemas/SupportDevice"}}}}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       },
@@ -280,11 +253,7 @@ enum OpenAPIDocument {
               "sendToUser": {"operationId": "sendNotification", "description": "Send the user a notification.",
                 "requestBody": {"type": "order_status_changed", "app_type": "$request.body#/appType", "user_ids": ["$request.path.user_id"], "alert": {"title": "Order Ready", "body": "Order #1234 is ready for collection"}}}
             }},
-          "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
-          "408": {"$ref": "#/components/responses/Timeout"},
           "409": {"$ref": "#/components/responses/Conflict"},
-          "413": {"$ref": "#/components/responses/TooLarge"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       }
@@ -306,11 +275,7 @@ enum OpenAPIDocument {
             "content": {"application/json": {
             "schema": {"type": "object", "required": ["success", "registered"], "properties": {"success": {"const": true}, "registered": {"type": "integer", "minimum": 0}}},
             "example": {"success": true, "registered": 2}}}},
-          "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
-          "408": {"$ref": "#/components/responses/Timeout"},
           "409": {"$ref": "#/components/responses/Conflict"},
-          "413": {"$ref": "#/components/responses/TooLarge"},
           "422": {"$ref": "#/components/responses/KeyReused"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
@@ -332,7 +297,6 @@ enum OpenAPIDocument {
               "next": {"$ref": "#/components/schemas/TimeCursor"}}}}},
             "links": {"readLog": {"operationId": "getNotification", "parameters": {"id": "$response.body#/notifications/0/notification_id"}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       },
@@ -358,11 +322,7 @@ enum OpenAPIDocument {
               "readLog": {"operationId": "getNotification", "description": "The notification's delivery log.", "parameters": {"id": "$response.body#/notification_id"}},
               "cancel": {"operationId": "cancelNotification", "description": "Cancel what has not gone yet.", "parameters": {"id": "$response.body#/notification_id"}}
             }},
-          "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
-          "408": {"$ref": "#/components/responses/Timeout"},
           "409": {"$ref": "#/components/responses/Conflict"},
-          "413": {"$ref": "#/components/responses/TooLarge"},
           "422": {"$ref": "#/components/responses/KeyReused"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
@@ -383,7 +343,6 @@ enum OpenAPIDocument {
               "openedByApp": {"operationId": "reportNotificationEvent", "description": "The app reports the first delivery opened (when it went to the app's user).", "requestBody": {"apns_id": "$response.body#/deliveries/0/apns_id", "event": "opened"}}
             }},
           "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "404": {"$ref": "#/components/responses/NotFound"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
@@ -401,7 +360,6 @@ enum OpenAPIDocument {
               "cancelled": {"type": "integer", "minimum": 0}, "already_sent": {"type": "integer", "minimum": 0},
               "in_flight": {"type": "integer", "minimum": 0}}}]},
             "example": {"notification_id": "6f0b8c2e-3d1a-4b5c-9e7f-1a2b3c4d5e6f", "cancelled": 2, "already_sent": 1, "in_flight": 0}}}},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "404": {"$ref": "#/components/responses/NotFound"},
           "409": {"$ref": "#/components/responses/Conflict"},
           "503": {"$ref": "#/components/responses/Busy"}
@@ -418,7 +376,6 @@ enum OpenAPIDocument {
             {"$ref": "#/components/schemas/Delivery"},
             {"type": "object", "required": ["notification_id"], "properties": {"notification_id": {"type": "string"}}}]}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "404": {"$ref": "#/components/responses/NotFound"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
@@ -434,11 +391,7 @@ enum OpenAPIDocument {
           "example": {"pushToken": "5b1e5b1e5b1e5b1e5b1e5b1e5b1e5b1e5b1e5b1e5b1e5b1e5b1e5b1e5b1e5b1e", "appType": "travel", "attributesType": "FlightAttributes"}}}},
         "responses": {
           "200": {"description": "Registered.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Success"}}}},
-          "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
-          "408": {"$ref": "#/components/responses/Timeout"},
           "409": {"$ref": "#/components/responses/Conflict"},
-          "413": {"$ref": "#/components/responses/TooLarge"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       }
@@ -457,11 +410,7 @@ enum OpenAPIDocument {
             "headers": {"Idempotent-Replayed": {"$ref": "#/components/headers/IdempotentReplayed"}},
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NotificationAccepted"}}},
             "links": {"readLog": {"operationId": "getNotification", "parameters": {"id": "$response.body#/notification_id"}}}},
-          "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
-          "408": {"$ref": "#/components/responses/Timeout"},
           "409": {"$ref": "#/components/responses/Conflict"},
-          "413": {"$ref": "#/components/responses/TooLarge"},
           "422": {"$ref": "#/components/responses/KeyReused"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
@@ -481,11 +430,7 @@ enum OpenAPIDocument {
             "links": {"read": {"$ref": "#/components/links/ReadChannel"}, "broadcast": {"$ref": "#/components/links/BroadcastToChannel"}, "delete": {"$ref": "#/components/links/DeleteChannel"}, "forApp": {"$ref": "#/components/links/ChannelForApp"}}},
           "201": {"description": "Created.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Channel"}}},
             "links": {"read": {"$ref": "#/components/links/ReadChannel"}, "broadcast": {"$ref": "#/components/links/BroadcastToChannel"}, "delete": {"$ref": "#/components/links/DeleteChannel"}, "forApp": {"$ref": "#/components/links/ChannelForApp"}}},
-          "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
-          "408": {"$ref": "#/components/responses/Timeout"},
           "409": {"$ref": "#/components/responses/Conflict"},
-          "413": {"$ref": "#/components/responses/TooLarge"},
           "422": {"$ref": "#/components/responses/KeyReused"},
           "502": {"$ref": "#/components/responses/APNsRefused"},
           "503": {"$ref": "#/components/responses/Busy"}
@@ -503,7 +448,6 @@ enum OpenAPIDocument {
           "200": {"description": "The channels.", "content": {"application/json": {
             "schema": {"type": "object", "required": ["channels"], "properties": {"channels": {"type": "array", "items": {"$ref": "#/components/schemas/Channel"}}}}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       }
@@ -521,7 +465,6 @@ enum OpenAPIDocument {
         "responses": {
           "200": {"description": "The channel.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Channel"}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "404": {"$ref": "#/components/responses/NotFound"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
@@ -535,7 +478,6 @@ enum OpenAPIDocument {
             {"$ref": "#/components/schemas/Channel"},
             {"type": "object", "required": ["deleted"], "properties": {"deleted": {"const": true}}}]}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "404": {"$ref": "#/components/responses/NotFound"},
           "502": {"$ref": "#/components/responses/APNsRefused"},
           "503": {"$ref": "#/components/responses/Busy"}
@@ -561,12 +503,8 @@ enum OpenAPIDocument {
             "content": {"application/json": {"schema": {"type": "object", "required": ["broadcast_id", "channel_id"], "properties": {
               "broadcast_id": {"type": "string"}, "channel_id": {"type": "string"}}}}},
             "links": {"readLog": {"operationId": "getBroadcast", "parameters": {"id": "$response.body#/broadcast_id"}}}},
-          "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "404": {"$ref": "#/components/responses/NotFound"},
-          "408": {"$ref": "#/components/responses/Timeout"},
           "409": {"$ref": "#/components/responses/Conflict"},
-          "413": {"$ref": "#/components/responses/TooLarge"},
           "422": {"$ref": "#/components/responses/KeyReused"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
@@ -579,7 +517,6 @@ enum OpenAPIDocument {
         "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string", "minLength": 1}}],
         "responses": {
           "200": {"description": "The broadcast.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Broadcast"}}}},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "404": {"$ref": "#/components/responses/NotFound"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
@@ -598,7 +535,6 @@ enum OpenAPIDocument {
               "user_id": {"type": "string"},
               "preferences": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/Preferences"}}}}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       }
@@ -617,7 +553,6 @@ enum OpenAPIDocument {
                 {"type": "object", "required": ["notification_id"], "properties": {"notification_id": {"type": "string"}}}]}},
               "next": {"$ref": "#/components/schemas/Cursor"}}}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       }
@@ -638,12 +573,8 @@ enum OpenAPIDocument {
             "schema": {"type": "object", "required": ["notification_id", "apns_id", "device_id"], "properties": {
               "notification_id": {"type": "string"}, "apns_id": {"type": "string"}, "device_id": {"type": "integer"}}}}},
             "links": {"readDelivery": {"operationId": "getDelivery", "parameters": {"apns_id": "$response.body#/apns_id"}}}},
-          "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "404": {"$ref": "#/components/responses/NotFound"},
-          "408": {"$ref": "#/components/responses/Timeout"},
           "409": {"$ref": "#/components/responses/Conflict"},
-          "413": {"$ref": "#/components/responses/TooLarge"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       }
@@ -662,7 +593,6 @@ enum OpenAPIDocument {
               "tokens": {"type": "array", "items": {"$ref": "#/components/schemas/SupportDevice"}},
               "next": {"$ref": "#/components/schemas/TimeCursor"}}}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       }
@@ -680,8 +610,7 @@ enum OpenAPIDocument {
               "delivered": {"type": "array", "items": {"type": "integer", "minimum": 0}},
               "failed": {"type": "array", "items": {"type": "integer", "minimum": 0}},
               "failed_by_reason": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}}}}}},
-          "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"}
+          "400": {"$ref": "#/components/responses/BadRequest"}
         }
       }
     },
@@ -721,7 +650,6 @@ enum OpenAPIDocument {
               "events": {"type": "array", "items": {"$ref": "#/components/schemas/WebhookEvent"}},
               "next": {"$ref": "#/components/schemas/Cursor"}}}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
-          "401": {"$ref": "#/components/responses/Unauthorized"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       }
@@ -954,7 +882,43 @@ enum OpenAPIDocument {
             ("enum", .array(appTypes.map(JSON.string))),
             ("description", .string("An app this server's config names (`apps[].app_type`).")),
         ])
-        return document.replacing(["components", "schemas", "AppType"], with: appType).bytes
+        return withImpliedErrors(document).replacing(["components", "schemas", "AppType"], with: appType).bytes
+    }
+
+    /// The errors an operation answers because of its kind, whatever it does: 401
+    /// to a missing or wrong credential, where one is needed (a `security` that is
+    /// not empty), and 400, 408 and 413 to a body that is not what the operation
+    /// takes, comes too slowly or is too large, where it takes one.
+    static func impliedErrors(_ operation: JSON) -> [(status: String, response: String)] {
+        var errors: [(String, String)] = []
+        if case .array(let requirements)? = operation["security"], !requirements.isEmpty {
+            errors.append(("401", "Unauthorized"))
+        }
+        if operation["requestBody"] != nil {
+            errors += [("400", "BadRequest"), ("408", "Timeout"), ("413", "TooLarge")]
+        }
+        return errors
+    }
+
+    /// `document` with each operation's implied errors among its responses, in
+    /// the order of their statuses.
+    static func withImpliedErrors(_ document: JSON) -> JSON {
+        guard case .object(let paths)? = document["paths"] else { return document }
+        let methods: Set<String> = ["get", "put", "post", "delete", "patch"]
+        let completed = paths.map { path, item -> (String, JSON) in
+            guard case .object(let members) = item else { return (path, item) }
+            return (path, .object(members.map { method, operation in
+                guard methods.contains(method), case .object(var responses)? = operation["responses"] else {
+                    return (method, operation)
+                }
+                for error in impliedErrors(operation) where !responses.contains(where: { $0.0 == error.status }) {
+                    responses.append((error.status, .object([("$ref", .string("#/components/responses/\(error.response)"))])))
+                }
+                responses.sort { $0.0 < $1.0 }
+                return (method, operation.replacing(["responses"], with: .object(responses)))
+            }))
+        }
+        return document.replacing(["paths"], with: .object(completed))
     }
 }
 
