@@ -22,6 +22,21 @@ import Testing
         }
     }
 
+    /// The second read of a token file skips a line whose quick key no deferred line has:
+    /// the key must be the same for every spelling of a token, whatever its length.
+    @Test func quickKeyOfALineIsThatOfItsLowerCasedBytes() {
+        var rng = SystemRandomNumberGenerator()
+        let alphabet: [UInt8] = Array("0123456789abcdefABCDEF@[`{".utf8) + [0x40, 0x41, 0x5A, 0x5B, 0xC1, 0xDA, 0xFF, 0x00]
+        for length in 0...80 {
+            for _ in 0..<20 {
+                let line = (0..<length).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }
+                let lowered = line.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 32 : $0 }
+                let key = line.withUnsafeBufferPointer { TokenFingerprint.quickKey(lowercasing: $0) }
+                #expect(key == lowered.withUnsafeBufferPointer { TokenFingerprint.quickKey(lowercasing: $0) }, "line \(line)")
+            }
+        }
+    }
+
     /// A quote, a backslash or a control character at any place of a string (the
     /// 8-byte test's every lane, and its tail) is escaped; other bytes are copied.
     @Test func everyCharacterThatNeedsEscapingIsEscapedWhereverItIs() throws {
