@@ -56,8 +56,7 @@ final class TokenLines: Sequence, IteratorProtocol {
         }
         if rescan == nil {
             while let read = TokenLines.withNextTokenLine(reader, { line -> String? in
-                let sight = memory.firstSight(TokenFingerprint(lowercasing: line, seed: seed),
-                                              quickKey: TokenFingerprint.quickKey(lowercasing: line), line: tokenLines)
+                let sight = memory.firstSight(line, seed: seed, number: tokenLines)
                 tokenLines += 1
                 return count(sight) ? String(decoding: line, as: UTF8.self) : nil
             }) {

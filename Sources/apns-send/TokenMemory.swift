@@ -14,9 +14,9 @@ enum FirstSight {
 protocol TokenMemory: AnyObject {
     /// A token the resumed results file settled; its lines are skipped.
     func settle(_ f: TokenFingerprint)
-    /// The first read of the token line numbered `line` (token lines counted from 0);
-    /// `quickKey` is its `TokenFingerprint.quickKey`, kept for the lines a second read settles.
-    func firstSight(_ f: TokenFingerprint, quickKey: UInt64, line: Int) -> FirstSight
+    /// The first read of the token line numbered `number` (token lines counted from
+    /// 0): `line` is its trimmed bytes as read, fingerprinted lower-cased with `seed`.
+    func firstSight(_ line: UnsafeBufferPointer<UInt8>, seed: UInt64, number: Int) -> FirstSight
 }
 
 /// For a token file that can be read only once (a pipe): every fingerprint kept,
@@ -29,7 +29,8 @@ final class ExactMemory: TokenMemory {
         settled.insert(f)
     }
 
-    func firstSight(_ f: TokenFingerprint, quickKey: UInt64, line: Int) -> FirstSight {
+    func firstSight(_ line: UnsafeBufferPointer<UInt8>, seed: UInt64, number: Int) -> FirstSight {
+        let f = TokenFingerprint(lowercasing: line, seed: seed)
         guard seen.insert(f).inserted else { return .duplicate }
         return settled.contains(f) ? .settled : .send
     }
@@ -79,11 +80,17 @@ final class ProbableMemory: TokenMemory {
         settled.insert(f)
     }
 
-    func firstSight(_ f: TokenFingerprint, quickKey: UInt64, line: Int) -> FirstSight {
-        if filter.insert(f) { return settled.contains(f) ? .settled : .send }
+    /// Most lines are new to the filter, which needs one 64-bit hash: the whole
+    /// fingerprint is made only for a resumed run's lookup and for a maybe-seen line.
+    func firstSight(_ line: UnsafeBufferPointer<UInt8>, seed: UInt64, number: Int) -> FirstSight {
+        if filter.insert(TokenFingerprint.seededHash(lowercasing: line, seed: seed)) {
+            if settled.isEmpty { return .send }
+            return settled.contains(TokenFingerprint(lowercasing: line, seed: seed)) ? .settled : .send
+        }
+        let f = TokenFingerprint(lowercasing: line, seed: seed)
         if candidates[f] != nil { return .duplicate }
-        candidates[f] = Candidate(line: line, quickKey: quickKey)
-        lastDeferredLine = line
+        candidates[f] = Candidate(line: number, quickKey: TokenFingerprint.quickKey(lowercasing: line))
+        lastDeferredLine = number
         deferred += 1
         return .deferred
     }
