@@ -29,7 +29,7 @@
 
 SWIFT      ?= swift
 CONFIG     ?= release
-DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev nghttp2-client nghttp2-server openssl curl python3 time tzdata tinyproxy-bin postgresql chromium chromium-driver python3-venv prometheus debootstrap
+DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev nghttp2-client nghttp2-server openssl curl python3 time tzdata tinyproxy-bin postgresql chromium chromium-driver python3-venv prometheus debootstrap valgrind
 DEMO_DIR   := .demo
 
 .PHONY: all deps build demo demo-server test soak keys clean bench bench-server bench-scaleout fuzz sanitize api-venv dist dist-check

@@ -102,7 +102,9 @@ final class Batch<Context: Sendable> {
     /// The caller's value of each request in flight, by ticket.
     private var contexts: [Context?]
     private var freeTickets: [Int]
-    private var ready = FIFO<(DeliveryResult, Context)>()
+    /// Behind a pointer, not a stored property: taken from once per result, and each
+    /// access to a class's stored property is checked for exclusivity at run time.
+    private let ready: UnsafeMutablePointer<FIFO<(DeliveryResult, Context)>> = .allocate(capacity: 1)
     /// Taken from the input, not started: the lane they go to was full.
     private var pending: [Outgoing<Context>] = []
     private var inputDone = false
@@ -122,6 +124,7 @@ final class Batch<Context: Sendable> {
         self.client = client
         self.source = source
         window = client.configuration.outstandingLimit
+        ready.initialize(to: FIFO())
         contexts = Array(repeating: nil, count: window)
         freeTickets = Array((0..<window).reversed())
         if case .async(let feed) = source { feed.start(waking: inbox) }
@@ -130,10 +133,12 @@ final class Batch<Context: Sendable> {
     deinit {
         if case .async(let feed) = source { feed.stop() }
         for item in pending { capns_message_release(item.message) }
+        ready.deinitialize(count: 1)
+        ready.deallocate()
     }
 
     private var inFlight: Int { window - freeTickets.count }
-    private var readyCount: Int { ready.count }
+    private var readyCount: Int { ready.pointee.count }
 
     /// The next final result, or nil when every message has one.
     ///
@@ -144,7 +149,7 @@ final class Batch<Context: Sendable> {
     @_specialize(where Context == Int)
     func next(isolation: isolated (any Actor)? = #isolation) async -> (DeliveryResult, Context)? {
         while true {
-            if let result = ready.popFirst() { return result }
+            if let result = ready.pointee.popFirst() { return result }
             absorb(inbox.take())
             if readyCount > 0 { continue }
             if Task.isCancelled && !cancelled { cancel() }
@@ -164,7 +169,7 @@ final class Batch<Context: Sendable> {
         // Worked on as locals, put back once: each access to a class's stored property
         // is checked for exclusivity at run time, three for every result otherwise.
         var ready = FIFO<(DeliveryResult, Context)>(), contexts: [Context?] = [], freeTickets: [Int] = []
-        swap(&ready, &self.ready)
+        swap(&ready, &self.ready.pointee)
         swap(&contexts, &self.contexts)
         swap(&freeTickets, &self.freeTickets)
         for item in items {
@@ -173,7 +178,7 @@ final class Batch<Context: Sendable> {
             contexts[item.ticket] = nil
             freeTickets.append(item.ticket)
         }
-        swap(&ready, &self.ready)
+        swap(&ready, &self.ready.pointee)
         swap(&contexts, &self.contexts)
         swap(&freeTickets, &self.freeTickets)
     }
@@ -183,7 +188,7 @@ final class Batch<Context: Sendable> {
         capns_message_release(item.message)
         let result = DeliveryResult(token: token, apnsID: nil, status: 0, reason: reason, attempts: 0, error: error)
         client.metrics.record(result)
-        ready.append((result, item.context))
+        ready.pointee.append((result, item.context))
     }
 
     // MARK: - Sending

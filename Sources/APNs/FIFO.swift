@@ -29,8 +29,7 @@ struct FIFO<Element> {
             let i = head
             head = head + 1 == ring.count ? 0 : head + 1
             used -= 1
-            if let item = ring[i] {
-                ring[i] = nil
+            if let item = ring[i].take() {   // moved out, the slot left nil: no copy to release
                 count -= 1
                 if used == 0 { head = 0 }
                 return item

@@ -167,7 +167,10 @@ final class Lane: Sendable {
                     if let k = byInbox.firstIndex(where: { $0.0 === inbox }) {
                         byInbox[k].1.append(item)
                     } else {
-                        byInbox.append((inbox, [item]))
+                        var items: [BatchInbox.Item] = []
+                        items.reserveCapacity(finals.count)   // room for all: growing it copies every item again
+                        items.append(item)
+                        byInbox.append((inbox, items))
                     }
                 }
             }

@@ -3,6 +3,7 @@
  *   transport_h2.c  the epoll loop on the sender thread: connections, deadlines, ops
  *   h2_tls.c        non-blocking TCP connect and the TLS client (verification always on, ALPN h2)
  *   h2_session.c    the nghttp2 client session: requests out, responses in, bytes over TLS
+ *   h2_mem.c        the sessions' allocator: small blocks reused from free lists
  *
  * Ownership invariant: every request the transport took sits in exactly one
  * h2_stream slot, and a used slot is on exactly one list: the pending FIFO (taken,
@@ -59,6 +60,16 @@ static inline void h2_link_remove(h2_link *n)
 }
 
 /* ------------------------------------------------------------------ types */
+
+#define H2_MEM_STEP 64              /* size classes of 64 bytes ... */
+#define H2_MEM_CLASSES 16           /* ... up to 1 KiB; larger blocks are malloc's */
+#define H2_MEM_KEEP_MAX (16u << 20) /* free bytes kept at most */
+
+typedef struct h2_mem_pool {
+    nghttp2_mem mem;
+    struct h2_mem_free *free[H2_MEM_CLASSES];
+    size_t kept;                /* bytes on the free lists */
+} h2_mem_pool;
 
 struct h2_conn;
 
@@ -120,6 +131,8 @@ struct h2_transport {
     proxy_spec *proxy;          /* NULL = connect directly */
     nghttp2_session_callbacks *callbacks;
     nghttp2_option *option;
+    nghttp2_mem *mem;           /* the sessions' allocator; NULL = malloc */
+    h2_mem_pool pool;
     int epfd, wakefd;
     atomic_bool wake_armed;     /* an eventfd write is already on its way */
     h2_stream *slots;
@@ -155,6 +168,14 @@ int h2_tcp_next(h2_conn *c);
 int h2_tls_start(h2_conn *c, const char *host);
 /* 1 handshake done and h2 negotiated, 0 in progress, -1 failed with c->error. */
 int h2_tls_handshake(h2_conn *c);
+
+/* ---------------------------------------------------------------- h2_mem.c */
+
+/* An empty pool; returns the allocator to give nghttp2 (NULL under AddressSanitizer:
+ * malloc itself). Single-threaded: every session using it lives on one thread. */
+nghttp2_mem *h2_mem_init(h2_mem_pool *p);
+/* Frees the kept blocks; no session may use the pool any more. */
+void h2_mem_release(h2_mem_pool *p);
 
 /* ------------------------------------------------------------ h2_session.c */
 

@@ -375,7 +375,7 @@ bool h2_session_setup(h2_transport *t)
 
 int h2_session_start(h2_conn *c)
 {
-    if (nghttp2_session_client_new2(&c->session, c->t->callbacks, c, c->t->option) != 0) {
+    if (nghttp2_session_client_new3(&c->session, c->t->callbacks, c, c->t->option, c->t->mem) != 0) {
         snprintf(c->error, sizeof c->error, "HTTP/2: cannot create a session");
         return -1;
     }

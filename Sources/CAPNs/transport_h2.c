@@ -641,6 +641,7 @@ static void h2_destroy(void *impl)
     proxy_spec_free(t->proxy);
     nghttp2_session_callbacks_del(t->callbacks);
     nghttp2_option_del(t->option);
+    h2_mem_release(&t->pool);   /* every session was deleted with its connection */
     free(t->slots);
     free(t);
 }
@@ -671,6 +672,7 @@ static void *h2_create(capns_sender *s, char *err, size_t errlen)
     h2_link_init(&t->age);
     h2_link_init(&t->conns);
     set_authority(t, s->cfg.host, s->cfg.port);
+    t->mem = h2_mem_init(&t->pool);
     t->nslots = t->nfree = (size_t)s->cfg.max_outstanding;
     t->slots = calloc(t->nslots, sizeof *t->slots);  /* pages touched only as slots get used */
     t->epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -10,7 +10,9 @@ final class LineReader {
     private static let bufferSize = 64 * 1024
 
     private let fd: Int32
-    private var buffer = [UInt8](repeating: 0, count: LineReader.bufferSize)
+    /// Behind a pointer, not a stored array: every line is read out of it, and each
+    /// access to a class's stored property is checked for exclusivity at run time.
+    private let buffer: UnsafeMutableBufferPointer<UInt8>
     private var start = 0
     private var end = 0
     private var atEOF = false
@@ -39,9 +41,14 @@ final class LineReader {
         }
         self.fd = fd
         size = (st.st_mode & S_IFMT) == S_IFREG ? Int(st.st_size) : nil
+        buffer = .allocate(capacity: LineReader.bufferSize)
+        buffer.initialize(repeating: 0)
     }
 
-    deinit { close(fd) }
+    deinit {
+        close(fd)
+        buffer.deallocate()
+    }
 
     /// The next line without its "\n" (a "\r" before it stays: callers trim it);
     /// nil at the end of the file or after a read error (`failure`).
@@ -65,7 +72,7 @@ final class LineReader {
                     let cut = min(stop, start + LineReader.maxLine)
                     lastLineCut = cut < stop
                     consumed.add(cut - start + ending, ordering: .relaxed)
-                    return buffer.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[start..<cut])) }
+                    return body(UnsafeBufferPointer(start: buffer.baseAddress! + start, count: cut - start))
                 }
                 let line = take(upTo: stop, after: long)
                 consumed.add(line.count + ending, ordering: .relaxed)
@@ -83,9 +90,8 @@ final class LineReader {
     /// memchr: the scan every byte of the file goes through.
     private func findNewline() -> Int? {
         guard start < end else { return nil }
-        return buffer.withUnsafeBytes { raw in
-            memchr(raw.baseAddress! + start, 0x0A, end - start).map { UnsafeRawPointer($0) - raw.baseAddress! }
-        }
+        let base = UnsafeRawPointer(buffer.baseAddress!)
+        return memchr(base + start, 0x0A, end - start).map { UnsafeRawPointer($0) - base }
     }
 
     private func take(upTo index: Int, after head: [UInt8]) -> [UInt8] {
@@ -97,16 +103,12 @@ final class LineReader {
     /// Moves the unread tail to the front and reads more after it.
     private func refill() {
         if start > 0 {
-            buffer.withUnsafeMutableBytes { raw in
-                _ = memmove(raw.baseAddress!, raw.baseAddress! + start, end - start)
-            }
+            _ = memmove(buffer.baseAddress!, buffer.baseAddress! + start, end - start)
             end -= start
             start = 0
         }
         while true {
-            let n = buffer.withUnsafeMutableBytes { raw in
-                read(fd, raw.baseAddress! + end, raw.count - end)
-            }
+            let n = read(fd, buffer.baseAddress! + end, buffer.count - end)
             if n > 0 {
                 end += n
                 return

@@ -14,33 +14,45 @@ import APNs
 /// error text reaches stderr in the summary); a `--messages` run's CSV has
 /// `line,id,error` columns after them, since its errors differ line by line.
 enum Record {
-    /// Appends the record to `out`: the writer's buffer, so a record costs no allocation of its own.
+    /// Appends the record to `out`: the writer's buffer, so a record costs no allocation
+    /// of its own. The record is put together in scratch room sized for the worst case
+    /// and appended in one piece: a dozen appends of a few bytes each, every one
+    /// checking the array's capacity and uniqueness, cost more than the bytes.
     static func json(_ r: DeliveryResult, context: LineContext? = nil, to out: inout [UInt8]) {
-        append(&out, "{\"token\":")
-        jsonString(r.token, to: &out)
-        append(&out, ",\"status\":")
-        decimal(Int64(r.status), to: &out)
-        append(&out, ",\"apns_id\":")
-        jsonOptional(r.apnsID, to: &out)
-        append(&out, ",\"reason\":")
-        jsonOptional(r.reason?.rawValue, to: &out)
-        append(&out, ",\"timestamp\":")
-        if let t = timestamp(r) { decimal(t, to: &out) } else { append(&out, "null") }
-        append(&out, ",\"attempts\":")
-        decimal(Int64(r.attempts), to: &out)
-        if let context {
-            append(&out, ",\"line\":")
-            decimal(Int64(context.line), to: &out)
-            if let id = context.id {
-                append(&out, ",\"id\":")
-                jsonString(id, to: &out)
+        let reason = r.reason?.rawValue
+        let error = r.status == 0 ? r.error : nil
+        var strings = r.token.utf8.count + (r.apnsID?.utf8.count ?? 0) + (reason?.utf8.count ?? 0)
+            + (context?.id?.utf8.count ?? 0) + (error?.utf8.count ?? 0)
+        strings = strings * JSONWriter.escapedMax + 256   // the keys, quotes and numbers fit in 256
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: strings) { room in
+            var w = JSONWriter(room.baseAddress!)
+            w.put("{\"token\":")
+            w.string(r.token)
+            w.put(",\"status\":")
+            w.decimal(Int64(r.status))
+            w.put(",\"apns_id\":")
+            w.optional(r.apnsID)
+            w.put(",\"reason\":")
+            w.optional(reason)
+            w.put(",\"timestamp\":")
+            if let t = timestamp(r) { w.decimal(t) } else { w.put("null") }
+            w.put(",\"attempts\":")
+            w.decimal(Int64(r.attempts))
+            if let context {
+                w.put(",\"line\":")
+                w.decimal(Int64(context.line))
+                if let id = context.id {
+                    w.put(",\"id\":")
+                    w.string(id)
+                }
             }
+            if let error {
+                w.put(",\"error\":")
+                w.string(error)
+            }
+            w.put("}\n")
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: room[..<w.count(from: room.baseAddress!)]))
         }
-        if r.status == 0, let error = r.error {
-            append(&out, ",\"error\":")
-            jsonString(error, to: &out)
-        }
-        append(&out, "}\n")
     }
 
     static func csv(_ r: DeliveryResult, context: LineContext? = nil, to out: inout [UInt8]) {
@@ -50,24 +62,6 @@ enum Record {
             fields += [String(context.line), context.id ?? "", r.status == 0 ? r.error ?? "" : ""]
         }
         out.append(contentsOf: (fields.map(csvField).joined(separator: ",") + "\r\n").utf8)
-    }
-
-    /// The digits written straight into `out`, as `String(n)` spells them.
-    private static func decimal(_ n: Int64, to out: inout [UInt8]) {
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: an Int64 has at most 20 and a sign
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            var v = n.magnitude, k = buffer.count
-            repeat {
-                k -= 1
-                buffer[k] = UInt8(ascii: "0") + UInt8(v % 10)
-                v /= 10
-            } while v != 0
-            if n < 0 {
-                k -= 1
-                buffer[k] = UInt8(ascii: "-")
-            }
-            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[k...]))
-        }
     }
 
     /// The 410 timestamp; APNs sends none with other statuses, and none is reported.
@@ -81,47 +75,19 @@ enum Record {
         return "\"" + s.replacingQuotes() + "\""
     }
 
-    private static func append(_ out: inout [UInt8], _ s: StaticString) {
-        out.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
-    }
-
-    private static func jsonOptional(_ s: String?, to out: inout [UInt8]) {
-        if let s { jsonString(s, to: &out) } else { append(&out, "null") }
-    }
-
+    /// `s` as a JSON string, appended to `out`.
     static func jsonString(_ s: String, to out: inout [UInt8]) {
-        // Tokens and apns-ids need no escape: one scan of the String's own bytes, one copy.
-        let copied: Bool? = s.utf8.withContiguousStorageIfAvailable { bytes in
-            guard !needsEscape(bytes) else { return false }
-            out.append(UInt8(ascii: "\""))
-            out.append(contentsOf: bytes)
-            out.append(UInt8(ascii: "\""))
-            return true
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: s.utf8.count * JSONWriter.escapedMax + 2) { room in
+            var w = JSONWriter(room.baseAddress!)
+            w.string(s)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: room[..<w.count(from: room.baseAddress!)]))
         }
-        if copied == true { return }
-        let hex = Array("0123456789abcdef".utf8)
-        out.append(UInt8(ascii: "\""))
-        for c in s.utf8 {
-            switch c {
-            case UInt8(ascii: "\""): append(&out, "\\\"")
-            case UInt8(ascii: "\\"): append(&out, "\\\\")
-            case 0x0A: append(&out, "\\n")
-            case 0x0D: append(&out, "\\r")
-            case 0x09: append(&out, "\\t")
-            case 0x00..<0x20:
-                append(&out, "\\u00")
-                out.append(hex[Int(c >> 4)])
-                out.append(hex[Int(c & 0xF)])
-            default: out.append(c)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
     }
 
     /// True when a byte is a control character, a quote or a backslash, tested 8 bytes
     /// a step ("has a byte below 0x20" and "has a zero byte" after XOR with '"' and
     /// '\\'); a false alarm would only take the escaping path, which writes the same bytes.
-    private static func needsEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    fileprivate static func needsEscape(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
         let raw = UnsafeRawBufferPointer(bytes)
         var i = 0
@@ -139,6 +105,83 @@ enum Record {
             i += 1
         }
         return false
+    }
+}
+
+/// Writes JSON through a pointer into room the caller sized (`escapedMax` bytes for
+/// each byte of a string, plus the rest): no capacity check per piece.
+private struct JSONWriter {
+    /// A string's byte takes at most 6 bytes escaped (\u001f).
+    static let escapedMax = 6
+    private var at: UnsafeMutablePointer<UInt8>
+
+    init(_ start: UnsafeMutablePointer<UInt8>) { at = start }
+
+    func count(from start: UnsafeMutablePointer<UInt8>) -> Int { at - start }
+
+    @inline(__always)
+    mutating func put(_ s: StaticString) {
+        let n = s.utf8CodeUnitCount
+        UnsafeMutableRawPointer(at).copyMemory(from: s.utf8Start, byteCount: n)
+        at += n
+    }
+
+    @inline(__always)
+    mutating func put(_ byte: UInt8) {
+        at.pointee = byte
+        at += 1
+    }
+
+    mutating func optional(_ s: String?) {
+        if let s { string(s) } else { put("null") }
+    }
+
+    /// The digits as `String(n)` spells them.
+    mutating func decimal(_ n: Int64) {
+        if n < 0 { put(UInt8(ascii: "-")) }
+        var v = n.magnitude, digits = 1
+        var rest = v / 10
+        while rest != 0 {
+            digits += 1
+            rest /= 10
+        }
+        var k = digits
+        repeat {
+            k -= 1
+            at[k] = UInt8(ascii: "0") + UInt8(v % 10)
+            v /= 10
+        } while v != 0
+        at += digits
+    }
+
+    mutating func string(_ s: String) {
+        // Tokens and apns-ids need no escape: one scan of the String's own bytes, one copy.
+        let copied: Bool? = s.utf8.withContiguousStorageIfAvailable { bytes in
+            guard !Record.needsEscape(bytes) else { return false }
+            put(UInt8(ascii: "\""))
+            if let from = bytes.baseAddress { at.update(from: from, count: bytes.count) }
+            at += bytes.count
+            put(UInt8(ascii: "\""))
+            return true
+        }
+        if copied == true { return }
+        let hex: StaticString = "0123456789abcdef"
+        put(UInt8(ascii: "\""))
+        for c in s.utf8 {
+            switch c {
+            case UInt8(ascii: "\""): put("\\\"")
+            case UInt8(ascii: "\\"): put("\\\\")
+            case 0x0A: put("\\n")
+            case 0x0D: put("\\r")
+            case 0x09: put("\\t")
+            case 0x00..<0x20:
+                put("\\u00")
+                put(hex.utf8Start[Int(c >> 4)])
+                put(hex.utf8Start[Int(c & 0xF)])
+            default: put(c)
+            }
+        }
+        put(UInt8(ascii: "\""))
     }
 }
 

@@ -56,7 +56,7 @@ final class TokenLines: Sequence, IteratorProtocol {
         }
         if rescan == nil {
             while let read = TokenLines.withNextTokenLine(reader, { line -> String? in
-                let sight = memory.firstSight(TokenFingerprint(lowercasing: line, seed: seed), line: tokenLines)
+                let sight = memory.firstSight(line, seed: seed, number: tokenLines)
                 tokenLines += 1
                 return count(sight) ? String(decoding: line, as: UTF8.self) : nil
             }) {
@@ -98,7 +98,8 @@ final class TokenLines: Sequence, IteratorProtocol {
         }
         while rescanLine <= memory.lastDeferredLine, let read = TokenLines.withNextTokenLine(rescan!, { line -> String? in
             defer { rescanLine += 1 }
-            guard let verdict = memory.recheck(TokenFingerprint(lowercasing: line, seed: seed), line: rescanLine),
+            guard memory.mayBeCandidate(quickKey: TokenFingerprint.quickKey(lowercasing: line)),
+                  let verdict = memory.recheck(TokenFingerprint(lowercasing: line, seed: seed), line: rescanLine),
                   count(verdict) else { return nil }
             return String(decoding: line, as: UTF8.self)
         }) {

@@ -14,8 +14,9 @@ enum FirstSight {
 protocol TokenMemory: AnyObject {
     /// A token the resumed results file settled; its lines are skipped.
     func settle(_ f: TokenFingerprint)
-    /// The first read of the token line numbered `line` (token lines counted from 0).
-    func firstSight(_ f: TokenFingerprint, line: Int) -> FirstSight
+    /// The first read of the token line numbered `number` (token lines counted from
+    /// 0): `line` is its trimmed bytes as read, fingerprinted lower-cased with `seed`.
+    func firstSight(_ line: UnsafeBufferPointer<UInt8>, seed: UInt64, number: Int) -> FirstSight
 }
 
 /// For a token file that can be read only once (a pipe): every fingerprint kept,
@@ -28,7 +29,8 @@ final class ExactMemory: TokenMemory {
         settled.insert(f)
     }
 
-    func firstSight(_ f: TokenFingerprint, line: Int) -> FirstSight {
+    func firstSight(_ line: UnsafeBufferPointer<UInt8>, seed: UInt64, number: Int) -> FirstSight {
+        let f = TokenFingerprint(lowercasing: line, seed: seed)
         guard seen.insert(f).inserted else { return .duplicate }
         return settled.contains(f) ? .settled : .send
     }
@@ -47,16 +49,23 @@ final class ExactMemory: TokenMemory {
 final class ProbableMemory: TokenMemory {
     private struct Candidate {
         let line: Int
+        let quickKey: UInt64
         var earlier = false
     }
 
-    private var filter: BloomFilter
+    private let filter: BloomFilter
     private var settled = Set<TokenFingerprint>()
     /// One entry per distinct deferred token: its first line. A later line with the
     /// same fingerprint is a duplicate at once.
     private var candidates: [TokenFingerprint: Candidate] = [:]
     /// The last line the second read must reach.
     private(set) var lastDeferredLine = -1
+    /// For the second read: one bit per slot of the candidates' quick keys, about 16
+    /// bits a candidate, made when it starts (the first read, which adds candidates,
+    /// is over by then). Almost every line of that read is no candidate, and a clear
+    /// bit says so before the line's fingerprint is computed.
+    private var candidateBits: [UInt64] = []
+    private var candidateMask: UInt64 = 0
 
     /// Lines deferred to the second read.
     private(set) var deferred = 0
@@ -71,11 +80,17 @@ final class ProbableMemory: TokenMemory {
         settled.insert(f)
     }
 
-    func firstSight(_ f: TokenFingerprint, line: Int) -> FirstSight {
-        if filter.insert(f) { return settled.contains(f) ? .settled : .send }
+    /// Most lines are new to the filter, which needs one 64-bit hash: the whole
+    /// fingerprint is made only for a resumed run's lookup and for a maybe-seen line.
+    func firstSight(_ line: UnsafeBufferPointer<UInt8>, seed: UInt64, number: Int) -> FirstSight {
+        if filter.insert(TokenFingerprint.seededHash(lowercasing: line, seed: seed)) {
+            if settled.isEmpty { return .send }
+            return settled.contains(TokenFingerprint(lowercasing: line, seed: seed)) ? .settled : .send
+        }
+        let f = TokenFingerprint(lowercasing: line, seed: seed)
         if candidates[f] != nil { return .duplicate }
-        candidates[f] = Candidate(line: line)
-        lastDeferredLine = line
+        candidates[f] = Candidate(line: number, quickKey: TokenFingerprint.quickKey(lowercasing: line))
+        lastDeferredLine = number
         deferred += 1
         return .deferred
     }
@@ -92,5 +107,24 @@ final class ProbableMemory: TokenMemory {
         guard line == c.line else { return nil }
         candidates[f] = nil
         return c.earlier ? .duplicate : settled.contains(f) ? .settled : .send
+    }
+
+    /// Second read: false when no deferred line has this quick key, so the line is no
+    /// candidate and needs no `recheck`.
+    func mayBeCandidate(quickKey: UInt64) -> Bool {
+        if candidateBits.isEmpty { makeCandidateBits() }
+        let slot = quickKey & candidateMask
+        return candidateBits[Int(slot >> 6)] & (1 << (slot & 63)) != 0
+    }
+
+    private func makeCandidateBits() {
+        var bits = 64
+        while bits < candidates.count * 16 { bits *= 2 }
+        candidateMask = UInt64(bits - 1)
+        candidateBits = [UInt64](repeating: 0, count: bits / 64)
+        for c in candidates.values {
+            let slot = c.quickKey & candidateMask
+            candidateBits[Int(slot >> 6)] |= 1 << (slot & 63)
+        }
     }
 }

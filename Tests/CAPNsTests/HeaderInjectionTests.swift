@@ -23,6 +23,27 @@ import Glibc
         }
     }
 
+    /// The check takes 8 bytes a step and the rest one by one: a refused byte is found
+    /// wherever it sits (every lane of a word, and the tail), next to the allowed bytes
+    /// nearest to it, and a string of allowed bytes passes whatever its length.
+    @Test func valueCheckFindsARefusedByteAtEveryPlace() {
+        let refused: [UInt8] = Array(0x01...0x1f) + [0x7f]
+        let allowed: [UInt8] = [0x20, 0x21, 0x7e, 0x80, 0x9f, 0xff, UInt8(ascii: "a")]
+        for length in 1...24 {
+            for fill in allowed {
+                var bytes = [UInt8](repeating: fill, count: length)
+                #expect(bytes.withCString(capns_header_value_ok) == 1, "\(bytes)")
+                for at in 0..<length {
+                    for byte in refused {
+                        bytes[at] = byte
+                        #expect(bytes.withCString(capns_header_value_ok) == 0, "\(bytes)")
+                    }
+                    bytes[at] = fill
+                }
+            }
+        }
+    }
+
     static func create(topic: String = TestPKI.shared.topic, pushType: String? = "alert",
                        collapseID: String? = nil) -> (OpaquePointer?, Int32) {
         let payload = Array(#"{"aps":{"alert":"hi"}}"#.utf8)
@@ -89,5 +110,12 @@ import Glibc
         #expect(stats.requests == 1)
         #expect(!names.isEmpty && names.allSatisfy { !$0.hasPrefix("x-inj") })
         #expect(names.filter { $0 == "apns-priority" }.count == 1)
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// The bytes and a NUL, as the C string a caller would pass.
+    fileprivate func withCString<R>(_ body: (UnsafePointer<CChar>) -> R) -> R {
+        (self + [0]).withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { body($0.baseAddress!) } }
     }
 }
