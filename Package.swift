@@ -3,6 +3,14 @@ import PackageDescription
 
 // Layout: C holds the wire and the crypto (CAPNs, CAPNsMock), Swift holds policy
 // and the API (APNs, APNsMock), executables are thin.
+
+// The C targets' warnings, and their optimization in debug builds too (the tests drive
+// the hot path and the mock hard), for work on this package only. SwiftPM refuses
+// unsafe flags in a package that another one depends on by version, so a checkout of
+// this one inside another's build (its `checkouts/` folder) goes without them; its
+// release builds are optimized all the same.
+let isDependency = Context.packageDirectory.split(separator: "/").contains("checkouts")
+func cFlags(_ flags: [String]) -> [CSetting] { isDependency ? [] : [.unsafeFlags(flags)] }
 let package = Package(
     name: "apns-engine",
     platforms: [.macOS(.v15)],
@@ -38,7 +46,7 @@ let package = Package(
         // The sender's hot path: ES256 provider tokens (OpenSSL) and HTTP/2 transports.
         .target(
             name: "CAPNs",
-            cSettings: [.define("_GNU_SOURCE"), .unsafeFlags(["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"])],
+            cSettings: [.define("_GNU_SOURCE")] + cFlags(["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]),
             linkerSettings: [
                 .linkedLibrary("curl"), .linkedLibrary("nghttp2"),
                 .linkedLibrary("ssl"), .linkedLibrary("crypto"), .linkedLibrary("pthread"),
@@ -47,7 +55,7 @@ let package = Package(
         // Mock APNs server: libnghttp2 server API + OpenSSL + epoll.
         .target(
             name: "CAPNsMock",
-            cSettings: [.define("_GNU_SOURCE"), .unsafeFlags(["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"])],
+            cSettings: [.define("_GNU_SOURCE")] + cFlags(["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]),
             linkerSettings: [
                 .linkedLibrary("nghttp2"), .linkedLibrary("ssl"), .linkedLibrary("crypto"),
                 .linkedLibrary("pthread"),
@@ -77,7 +85,7 @@ let package = Package(
         // HS256 for the apps' user JWTs: OpenSSL's HMAC and CRYPTO_memcmp (libcrypto is linked already).
         .target(
             name: "CServiceCrypto",
-            cSettings: [.unsafeFlags(["-O2", "-Wall", "-Wextra"])],
+            cSettings: cFlags(["-O2", "-Wall", "-Wextra"]),
             linkerSettings: [.linkedLibrary("crypto")]
         ),
         // apns-server's policy: config, auth, routes, fan-out, the outbox worker, metrics.
