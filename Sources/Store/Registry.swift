@@ -19,14 +19,17 @@ extension SQLiteStore {
     static func register(_ db: Database, _ device: DeviceRegistration, maxActive: Int,
                          now: Int64) throws -> RegistrationRefusal.Reason? {
         let token = device.token.lowercased()
-        let existing = try Row.fetchOne(db, sql: "SELECT id, user_id, platform FROM devices WHERE app_type = ? AND token = ?",
-                                        arguments: [device.appType, token])
+        // Cached statements: a bulk registration runs these once per device, and
+        // preparing each anew (parsing, and GRDB's authorizer walk) cost more than running it.
+        let existing = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT id, user_id, platform FROM devices WHERE app_type = ? AND token = ?"),
+            arguments: [device.appType, token])
         if let existing {
             guard existing["platform"] as String != "liveactivity" else { return .otherKind }
             // Optional details the app left out keep their old values (a token refresh
             // without deviceName should not erase the name), but only the same user's:
             // a phone that changed hands starts from what its new owner sent.
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 UPDATE devices SET
                     device_name = CASE WHEN user_id = :user THEN coalesce(:name, device_name) ELSE :name END,
                     os_version = CASE WHEN user_id = :user THEN coalesce(:os, os_version) ELSE :os END,
@@ -42,7 +45,7 @@ extension SQLiteStore {
                     registered_at = :now,
                     updated_at = :now
                 WHERE id = :id
-                """, arguments: ["user": device.userID, "name": device.deviceName, "os": device.osVersion,
+                """).execute(arguments: ["user": device.userID, "name": device.deviceName, "os": device.osVersion,
                                  "app": device.appVersion, "now": now, "company": device.companyID,
                                  "platform": device.platform, "environment": device.environment,
                                  "id": existing["id"] as Int64])
@@ -50,12 +53,12 @@ extension SQLiteStore {
                 try forgetUse(db, deviceID: existing["id"])
             }
         } else {
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO devices (user_id, company_id, app_type, token, platform, environment,
                                      device_name, os_version, app_version, is_active,
                                      registered_at, created_at, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
-                """, arguments: [device.userID, device.companyID, device.appType, token, device.platform,
+                """).execute(arguments: [device.userID, device.companyID, device.appType, token, device.platform,
                                  device.environment, device.deviceName, device.osVersion, device.appVersion,
                                  now, now, now])
         }
@@ -65,19 +68,19 @@ extension SQLiteStore {
 
     /// A token that changed hands: when the old owner was last delivered to is theirs.
     static func forgetUse(_ db: Database, deviceID: Int64) throws {
-        try db.execute(sql: "DELETE FROM device_use WHERE device_id = ?", arguments: [deviceID])
+        try db.cachedStatement(sql: "DELETE FROM device_use WHERE device_id = ?").execute(arguments: [deviceID])
     }
 
     /// Deactivates a user's oldest active tokens of one kind and app beyond `maxActive`
     /// (a reinstall or a new phone leaves the old token behind: the newest are the live ones).
     static func retireOldest(_ db: Database, keeping maxActive: Int, of kind: TokenKind, userID: String,
                              appType: String, now: Int64) throws {
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             UPDATE devices SET is_active = 0, deactivated_reason = 'replaced', deactivated_at = :now, updated_at = :now
             WHERE id IN (SELECT id FROM devices
                          WHERE user_id = :user AND app_type = :app AND is_active = 1 AND \(kind.rows)
                          ORDER BY registered_at DESC, id DESC LIMIT -1 OFFSET :max)
-            """, arguments: ["now": now, "user": userID, "app": appType, "max": maxActive])
+            """).execute(arguments: ["now": now, "user": userID, "app": appType, "max": maxActive])
     }
 
     /// `body` in one write transaction, rolled back whole when it throws a refusal,
