@@ -164,6 +164,22 @@ final class Batch<Context: Sendable> {
         }
     }
 
+    /// A final result that can be had without waiting, or nil: none is here yet, or
+    /// every message has one (`next` tells the two apart, and waits). A consumer that
+    /// takes results this way after each `next` makes one async call per wake-up,
+    /// not one per result: each call hops to the caller's executor, which with a task
+    /// executor preference costs a lock of the task's status records.
+    @_specialize(where Context == Int)
+    func nextReady() -> (DeliveryResult, Context)? {
+        if let result = ready.pointee.popFirst() { return result }
+        absorb(inbox.take())
+        if readyCount == 0 {
+            if Task.isCancelled && !cancelled { cancel() }
+            fill()
+        }
+        return ready.pointee.popFirst()
+    }
+
     private func absorb(_ items: [BatchInbox.Item]) {
         guard !items.isEmpty else { return }
         // Worked on as locals, put back once: each access to a class's stored property

@@ -37,10 +37,16 @@ struct SendRun {
         let outcome = await interruptible(reading: "tokens") {
             let tokens = input
             var outcome = Outcome()
-            for await result in client.send(notification, to: tokens) {
-                writer.write(result)
-                outcome.tally.add(result)
-                progress?.count(delivered: result.isDelivered)
+            var results = client.send(notification, to: tokens).makeAsyncIterator()
+            // Each result that arrived meanwhile is taken without an async call.
+            while var result = await results.next() {
+                while true {
+                    writer.write(result)
+                    outcome.tally.add(result)
+                    progress?.count(delivered: result.isDelivered)
+                    guard let more = results.nextReady() else { break }
+                    result = more
+                }
             }
             if Task.isCancelled { outcome.notAttempted = tokens.countRemaining() }
             outcome.duplicates = tokens.duplicates
