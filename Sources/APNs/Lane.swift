@@ -143,38 +143,51 @@ final class Lane: Sendable {
     }
 
     /// What a locked section decided and must be done after unlocking: submit,
-    /// resume tasks, hand results over, record metrics, arm the timer, log.
+    /// resume tasks, hand results over, arm the timer, log.
     private struct Effects {
         /// Prepared under the lock, submitted after it (`settle`): new requests, and
         /// requests the server did not process, which go ahead of new ones.
         var fresh = Requests()
         var resends = Requests()
-        var finals: [(Owner, DeliveryResult, unreachable: Bool)] = []
+        /// Final results for single callers, resumed after the lock.
+        var callers: [(CallerContinuation, DeliveryResult)] = []
+        /// Requests of batches that ended, by inbox (mostly one); their results are
+        /// in the inbox already (`finish`), and the inbox is told after the lock.
+        var batches: [(BatchInbox, [BatchInbox.Finished])] = []
+        /// How many requests may end in this section (room made for them at once).
+        var expected = 1
         var pokes: [BatchInbox] = []
         var drained: [CheckedContinuation<Void, Never>] = []
         var timer: ContinuousClock.Instant?
         var errors: [String] = []
 
-        func run(_ metrics: ClientMetrics) {
-            var byInbox: [(BatchInbox, [BatchInbox.Item])] = []
-            for (owner, result, unreachable) in finals {
-                metrics.record(result)
-                switch owner {
-                case .caller(let c):
-                    c.resume(returning: result)
-                case .batch(let inbox, let ticket):
-                    let item = BatchInbox.Item(ticket: ticket, result: result, unreachable: unreachable)
-                    if let k = byInbox.firstIndex(where: { $0.0 === inbox }) {
-                        byInbox[k].1.append(item)
-                    } else {
-                        var items: [BatchInbox.Item] = []
-                        items.reserveCapacity(finals.count)   // room for all: growing it copies every item again
-                        items.append(item)
-                        byInbox.append((inbox, items))
-                    }
+        /// A request's final result, under the lock. A batch's is moved into its
+        /// inbox here, so it is never copied on its way to the consumer.
+        mutating func finish(_ owner: Owner, _ result: consuming DeliveryResult, unreachable: Bool) {
+            switch owner {
+            case .caller(let c):
+                callers.append((c, result))
+            case .batch(let inbox, let ticket):
+                inbox.store(result, ticket: ticket)
+                let finished = BatchInbox.Finished(ticket: ticket, unreachable: unreachable)
+                if let k = batches.firstIndex(where: { $0.0 === inbox }) {
+                    batches[k].1.append(finished)
+                } else {
+                    var list: [BatchInbox.Finished] = []
+                    list.reserveCapacity(expected)
+                    list.append(finished)
+                    batches.append((inbox, list))
                 }
             }
-            for (inbox, items) in byInbox { inbox.push(items) }
+        }
+
+        mutating func run() {
+            for (c, result) in callers { c.resume(returning: result) }
+            for k in batches.indices {
+                var list: [BatchInbox.Finished] = []
+                swap(&list, &batches[k].1)   // the inbox keeps it without a copy
+                batches[k].0.push(list)
+            }
             for inbox in pokes { inbox.poke() }
             for c in drained { c.resume() }
         }
@@ -433,7 +446,10 @@ final class Lane: Sendable {
                                             uniqueID: ending.uniqueID, status: ending.status, reason: ending.reason,
                                             timestamp: ending.timestamp, attempts: ending.attempts,
                                             latency: ending.latency, error: ending.error)
-                if let owner = done.owner { fx.finals.append((owner, result, ending.unreachable)) }
+                if let owner = done.owner {
+                    metrics.record(result)
+                    fx.finish(owner, result, unreachable: ending.unreachable)
+                }
                 capns_message_release(done.message)
             case .retrying(let slot, let status, let reason, let error, let delay):
                 metrics.retries.increment()
@@ -444,7 +460,9 @@ final class Lane: Sendable {
                     ])
                 }
             case .notSent(let caller, let why):
-                fx.finals.append((.caller(caller.continuation), notSent(caller.pending, why), false))
+                let result = notSent(caller.pending, why)
+                metrics.record(result)
+                fx.callers.append((caller.continuation, result))
             case .poke(let inbox):
                 fx.pokes.append(inbox)
             case .drained:
@@ -513,7 +531,7 @@ final class Lane: Sendable {
                 fireRetries()
             }
         }
-        fx.run(metrics)
+        fx.run()
     }
 
     /// The one C submit, outside the lock. `destroy` raises `cGone` and then waits for
@@ -535,7 +553,7 @@ final class Lane: Sendable {
         var fx = Effects()
         // Room for every answer's result at once: grown one append at a time, a batch of
         // 256 reallocated and copied its ~40 KB of results eight times.
-        fx.finals.reserveCapacity(batch.count)
+        fx.expected = batch.count
         locked { s in
             s.machine.complete(batch.lazy.map { (slot: $0.slot, answer: $0.answer) }, now: clock.now)
             perform(&s, &fx)
