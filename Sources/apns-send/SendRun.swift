@@ -37,7 +37,7 @@ struct SendRun {
         let outcome = await interruptible(reading: "tokens") {
             let tokens = input
             var outcome = Outcome()
-            var results = client.send(notification, to: tokens).makeAsyncIterator()
+            var results = client.send(notification, nextToken: { tokens.next() }).makeAsyncIterator()
             // Each result that arrived meanwhile is taken without an async call.
             while var result = await results.next() {
                 while true {
