@@ -129,6 +129,8 @@ final class Lane: Sendable {
         var token = ""
         var message: OpaquePointer?
         var owner: Owner?
+        /// The apns-id's words when it was made here (none when the caller gave one).
+        var madeID: (UInt64, UInt64)?
     }
 
     private struct State {
@@ -442,9 +444,15 @@ final class Lane: Sendable {
             case .finish(let slot, let ending):
                 var done = Held()
                 swap(&done, &s.held[slot])   // moved out, the slot left empty: no copy, no retain
-                let result = DeliveryResult(token: done.token, apnsID: ending.attempts > 0 ? apnsID(slot) : nil,
-                                            uniqueID: ending.uniqueID, status: ending.status, reason: ending.reason,
-                                            timestamp: ending.timestamp, attempts: ending.attempts,
+                let id: APNsIDValue = if ending.attempts == 0 {
+                    .none
+                } else if let (first, second) = done.madeID {
+                    .random(first, second)
+                } else {
+                    .given(apnsID(slot))
+                }
+                let result = DeliveryResult(token: done.token, id: id, uniqueID: ending.uniqueID, status: ending.status,
+                                            reason: ending.reason, timestamp: ending.timestamp, attempts: ending.attempts,
                                             latency: ending.latency, error: ending.error)
                 if let owner = done.owner {
                     metrics.record(result)
@@ -500,8 +508,12 @@ final class Lane: Sendable {
                 k += 1
             }
             id[k] = 0
+            s.held[slot].madeID = nil
         } else {
-            writeRandomUUID(id, using: &s.machine.rng)
+            let words = randomUUIDWords(using: &s.machine.rng)
+            writeUUID(UnsafeMutableRawPointer(id), words.0, words.1)
+            id[uuidLength] = 0
+            s.held[slot].madeID = words
         }
     }
 
@@ -620,13 +632,26 @@ private final class LaneBox: @unchecked Sendable {
     unowned(unsafe) var lane: Lane!
 }
 
+/// The characters of a canonical UUID (CAPNS_UUID_LEN).
+let uuidLength = 36
+
 /// A random (version 4) UUID in lower-case canonical form, CAPNS_UUID_LEN characters and a NUL.
 func writeRandomUUID(_ out: UnsafeMutablePointer<CChar>, using rng: inout RequestRandom) {
-    // The 16 bytes are the two draws' bytes, little-endian, with the version (byte 6)
-    // and the variant (byte 8) set; written 4 bytes (8 digits) a step.
+    let (first, second) = randomUUIDWords(using: &rng)
+    writeUUID(UnsafeMutableRawPointer(out), first, second)
+    out[uuidLength] = 0
+}
+
+/// Two random words with a version 4 UUID's version (byte 6) and variant (byte 8) set.
+func randomUUIDWords(using rng: inout RequestRandom) -> (UInt64, UInt64) {
     let first = ((rng.next() as UInt64) & ~(0xF0 << 48)) | (0x40 << 48)
     let second = ((rng.next() as UInt64) & ~0xC0) | 0x80
-    let o = UnsafeMutableRawPointer(out)
+    return (first, second)
+}
+
+/// The UUID whose 16 bytes are the two words' bytes, little-endian, in lower-case
+/// canonical form: `uuidLength` characters at `o`, no NUL; written 4 bytes (8 digits) a step.
+func writeUUID(_ o: UnsafeMutableRawPointer, _ first: UInt64, _ second: UInt64) {
     let g0 = hexDigits(UInt32(truncatingIfNeeded: first)), g1 = hexDigits(UInt32(truncatingIfNeeded: first >> 32))
     let g2 = hexDigits(UInt32(truncatingIfNeeded: second)), g3 = hexDigits(UInt32(truncatingIfNeeded: second >> 32))
     let dash = UInt8(ascii: "-")
@@ -640,7 +665,6 @@ func writeRandomUUID(_ out: UnsafeMutablePointer<CChar>, using rng: inout Reques
     o.storeBytes(of: dash, toByteOffset: 23, as: UInt8.self)
     o.storeBytes(of: UInt32(truncatingIfNeeded: g2 >> 32).littleEndian, toByteOffset: 24, as: UInt32.self)
     o.storeBytes(of: g3.littleEndian, toByteOffset: 28, as: UInt64.self)              // 4 + 8 = 12
-    o.storeBytes(of: UInt8(0), toByteOffset: 36, as: UInt8.self)
 }
 
 /// The lower-case hex digits of 4 bytes (the lowest first, its high nibble first),

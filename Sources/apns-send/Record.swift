@@ -21,7 +21,7 @@ enum Record {
     static func json(_ r: DeliveryResult, context: LineContext? = nil, to out: inout [UInt8]) {
         let reason = r.reason?.rawValue
         let error = r.status == 0 ? r.error : nil
-        var strings = r.token.utf8.count + (r.apnsID?.utf8.count ?? 0) + (reason?.utf8.count ?? 0)
+        var strings = r.token.utf8.count + r.apnsIDUTF8Count + (reason?.utf8.count ?? 0)
             + (context?.id?.utf8.count ?? 0) + (error?.utf8.count ?? 0)
         strings = strings * JSONWriter.escapedMax + 256   // the keys, quotes and numbers fit in 256
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: strings) { room in
@@ -31,7 +31,11 @@ enum Record {
             w.put(",\"status\":")
             w.decimal(Int64(r.status))
             w.put(",\"apns_id\":")
-            w.optional(r.apnsID)
+            // Written from its bytes: one the library made has no String until read.
+            let wrote = r.withAPNsIDUTF8 { bytes, plain in
+                if plain { w.plain(bytes) } else { w.string(bytes) }
+            }
+            if !wrote { w.put("null") }
             w.put(",\"reason\":")
             w.optional(reason)
             w.put(",\"timestamp\":")
@@ -154,20 +158,25 @@ private struct JSONWriter {
         at += digits
     }
 
+    /// Bytes known to need no escape, quoted.
+    mutating func plain(_ bytes: UnsafeBufferPointer<UInt8>) {
+        put(UInt8(ascii: "\""))
+        if let from = bytes.baseAddress { at.update(from: from, count: bytes.count) }
+        at += bytes.count
+        put(UInt8(ascii: "\""))
+    }
+
     mutating func string(_ s: String) {
         // Tokens and apns-ids need no escape: one scan of the String's own bytes, one copy.
-        let copied: Bool? = s.utf8.withContiguousStorageIfAvailable { bytes in
-            guard !Record.needsEscape(bytes) else { return false }
-            put(UInt8(ascii: "\""))
-            if let from = bytes.baseAddress { at.update(from: from, count: bytes.count) }
-            at += bytes.count
-            put(UInt8(ascii: "\""))
-            return true
-        }
-        if copied == true { return }
+        var s = s
+        s.withUTF8 { string($0) }
+    }
+
+    mutating func string(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard Record.needsEscape(bytes) else { return plain(bytes) }
         let hex: StaticString = "0123456789abcdef"
         put(UInt8(ascii: "\""))
-        for c in s.utf8 {
+        for c in bytes {
             switch c {
             case UInt8(ascii: "\""): put("\\\"")
             case UInt8(ascii: "\\"): put("\\\\")
