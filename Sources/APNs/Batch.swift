@@ -126,7 +126,11 @@ final class Batch<Context: Sendable> {
     private let client: APNsClient
     private let inbox: BatchInbox
     private let window: Int
-    private var source: Source
+    // Read for every message taken from the input, like `pending` and `inputDone`:
+    // unchecked for exclusivity at run time (each checked access of a class's stored
+    // property costs more than the read), which is sound since only the task that
+    // iterates the batch touches them, and never while another access is open.
+    @exclusivity(unchecked) private var source: Source
 
     enum Source {
         /// Pulled by the consumer itself, as room allows.
@@ -151,8 +155,8 @@ final class Batch<Context: Sendable> {
         var head = 0
     }
     /// Taken from the input, not started: the lane they go to was full.
-    private var pending: [Outgoing<Context>] = []
-    private var inputDone = false
+    @exclusivity(unchecked) private var pending: [Outgoing<Context>] = []
+    @exclusivity(unchecked) private var inputDone = false
     private var cancelled = false
     /// Set when a request ended because its endpoint cannot be reached: the rest of
     /// the batch is not sent, and its results say why.
