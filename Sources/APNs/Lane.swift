@@ -428,7 +428,8 @@ final class Lane: Sendable {
         swap(&actions, &s.machine.actions)   // kept apart while the machine's rng is used
         defer { swap(&actions, &s.machine.actions) }   // emptied, its room kept
         actions.drain { action in
-            switch consume action {
+            let taken = action
+            switch consume taken {
             case .fill(let slot, let source):
                 let (made, owner) = request(source)
                 fill(&s, slot: slot, made, owner: owner)
@@ -476,8 +477,8 @@ final class Lane: Sendable {
             case .drained:
                 fx.drained.append(contentsOf: s.drainWaiters)
                 s.drainWaiters.removeAll()
-            case .armTimer(let due):
-                fx.timer = due
+            case .armTimer(let at):
+                fx.timer = s.machine.instant(at)
             case .logError(let message):
                 fx.errors.append(message)
             }

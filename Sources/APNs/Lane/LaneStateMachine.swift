@@ -350,7 +350,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
         guard let earliest = retries.lazy.map(\.due).min() else { return }
         if let due = timerAt, due <= earliest { return }
         timerAt = earliest
-        actions.append(.armTimer(origin! + earliest))
+        actions.append(.armTimer(at: earliest))
     }
 
     // MARK: - Events: the transport refused a submit
@@ -391,6 +391,9 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     var isDrained: Bool { busy == 0 }
 
     /// When the request in `slot` was first handed to the transport.
+    /// The instant of a time as the machine keeps it (`.armTimer`'s).
+    func instant(_ time: Time) -> Instant { origin! + time }
+
     func firstSent(_ slot: Int) -> Instant? { slots[slot].firstSent.map { origin! + $0 } }
 
     /// `now` as the machine keeps time; the first one sets the origin.
