@@ -95,14 +95,16 @@ enum Record {
         let ones: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
         let raw = UnsafeRawBufferPointer(bytes)
         var i = 0
+        // The words' hits are gathered and tested once: strings that need escaping are rare.
+        var hits: UInt64 = 0
         while bytes.count - i >= 8 {
             let w = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))
             let quote = w ^ (ones &* 0x22), backslash = w ^ (ones &* 0x5C)
-            let hits = ((w &- ones &* 0x20) | (quote &- ones) | (backslash &- ones)) & ~w & high
+            hits |= ((w &- ones &* 0x20) | (quote &- ones) | (backslash &- ones)) & ~w
             // `~w` stands for `~quote` and `~backslash` too: XOR with 0x22 or 0x5C keeps the high bits.
-            if hits != 0 { return true }
             i += 8
         }
+        if hits & high != 0 { return true }
         while i < bytes.count {
             let c = bytes[i]
             if c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") { return true }
