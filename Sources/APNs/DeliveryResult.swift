@@ -77,6 +77,13 @@ extension DeliveryResult {
         return true
     }
 
+    /// True when the token is known to need no escaping in JSON, with no scan: an
+    /// apns-id made by a lane means the lane sent the request, and a lane sends only
+    /// validated tokens (lower-case hex digits; empty for a broadcast).
+    package var tokenIsPlain: Bool {
+        if case .random = id { true } else { false }
+    }
+
     /// How many UTF-8 bytes `apnsID` has (0 when nil), without spelling it out.
     package var apnsIDUTF8Count: Int {
         switch id {

@@ -27,7 +27,8 @@ enum Record {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: strings) { room in
             var w = JSONWriter(room.baseAddress!)
             w.put("{\"token\":")
-            w.string(r.token)
+            var token = r.token
+            if r.tokenIsPlain { token.withUTF8 { w.plain($0) } } else { w.string(token) }
             w.put(",\"status\":")
             w.decimal(Int64(r.status))
             w.put(",\"apns_id\":")
