@@ -460,10 +460,10 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
 
     /// Ends a request: its result goes to its owner (`.finish`), its slot to the next
     /// waiter.
-    private mutating func finish(_ slot: Int, _ ending: LaneEnding, now: Time) {
+    private mutating func finish(_ slot: Int, _ ending: consuming LaneEnding, now: Time) {
         var done = Slot()
         swap(&done, &slots[slot])
-        var ending = ending
+        var ending = ending   // taken over, not copied: its strings are not retained again
         ending.attempts = done.attempts
         ending.latency = done.firstSent.map { now - $0 } ?? .zero
         actions.append(.finish(slot: slot, ending))
