@@ -273,10 +273,9 @@ final class Batch<Context: Sendable> {
         func flush() -> Bool {
             guard let lane = runLane, !run.isEmpty else { return true }
             defer { run.removeAll(keepingCapacity: true); runContexts.removeAll(keepingCapacity: true) }
-            var tickets: [Int] = []
             let outcome = lane.start(run[...], for: inbox) { [self] i in
                 let ticket = book.pointee.freeTickets.removeLast()
-                tickets.append(ticket)
+                book.pointee.contexts[ticket] = runContexts[i]
                 return ticket
             }
             let started: Int
@@ -284,7 +283,6 @@ final class Batch<Context: Sendable> {
             case .started(let n): started = n
             case .closed: started = 0
             }
-            for (k, ticket) in tickets.enumerated() { book.pointee.contexts[ticket] = runContexts[k] }
             for k in started..<run.count {
                 let item = Outgoing(token: run[k].token, message: run[k].message, environment: runEnvironment,
                                     apnsID: run[k].apnsID, context: runContexts[k])
@@ -311,7 +309,7 @@ final class Batch<Context: Sendable> {
             } else {
                 break
             }
-            guard let token = DeviceToken(item.token) else {
+            guard let token = DeviceToken.hex(of: item.token) else {
                 local(item, token: item.token.trimmingSpaces, reason: .badDeviceToken,
                       error: "not 64 to 200 hex digits (even count)")
                 continue
@@ -319,21 +317,21 @@ final class Batch<Context: Sendable> {
             var apnsID: String?
             if let given = item.apnsID {
                 guard let canonical = canonicalAPNsID(given) else {
-                    local(item, token: token.hex, reason: .badMessageId,
+                    local(item, token: token, reason: .badMessageId,
                           error: "apns-id '\(given)' is not a UUID (8-4-4-4-12 hex digits)")
                     continue
                 }
                 apnsID = canonical
             }
             if let unreachable {
-                local(item, token: token.hex, error: unreachable)
+                local(item, token: token, error: unreachable)
                 continue
             }
             let lane: Lane
             do {
                 lane = try self.lane(for: item.environment)
             } catch {
-                local(item, token: token.hex, error: error.description)
+                local(item, token: token, error: error.description)
                 continue
             }
             if runLane !== lane {
@@ -344,7 +342,7 @@ final class Batch<Context: Sendable> {
                 runLane = lane
                 runEnvironment = item.environment
             }
-            run.append(Lane.Request(token: token.hex, message: item.message, apnsID: apnsID))
+            run.append(Lane.Request(token: token, message: item.message, apnsID: apnsID))
             runContexts.append(item.context)
         }
         _ = flush()

@@ -32,6 +32,15 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { hex }
 
+    /// `DeviceToken(text)?.hex`, without the generic conversion and the wrapper: a
+    /// batch checks every token it sends here, and most are already canonical, so
+    /// then `text` itself is returned.
+    static func hex(of text: String) -> String? {
+        var string = text
+        if string.withUTF8(isCanonical) { return string }
+        return DeviceToken(text)?.hex
+    }
+
     /// Lower-case hex of a valid length; tested 8 bytes a step, since every token a
     /// batch sends goes through here.
     private static func isCanonical(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
