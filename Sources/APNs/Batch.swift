@@ -33,33 +33,47 @@ final class BatchInbox: @unchecked Sendable {   // `results`: see below
     /// One slot per ticket. A ticket names one request in flight, so one slot is
     /// written by the lane that ends its request (before `push`) and read by the
     /// consumer (after `take` returned its ticket): the lock orders the two.
-    private let results: UnsafeMutablePointer<DeliveryResult?>
+    private let results: UnsafeMutablePointer<DeliveryResult>
+    /// Which slots hold a result (the others are not initialized), for `deinit`.
+    private let filled: UnsafeMutablePointer<Bool>
     private let tickets: Int
 
     init(tickets: Int) {
         self.tickets = tickets
         results = .allocate(capacity: tickets)
-        results.initialize(repeating: nil, count: tickets)
+        filled = .allocate(capacity: tickets)
+        filled.initialize(repeating: false, count: tickets)
     }
 
     deinit {
-        results.deinitialize(count: tickets)
+        for ticket in 0..<tickets where filled[ticket] { (results + ticket).deinitialize(count: 1) }
         results.deallocate()
+        filled.deallocate()
     }
 
     /// The lane's side, before `push`ing the ticket: the request's final result.
     func store(_ result: consuming DeliveryResult, ticket: Int) {
-        results[ticket] = result
+        (results + ticket).initialize(to: result)
+        filled[ticket] = true
     }
 
     /// The consumer's side, for a ticket `take` returned: its result, moved out.
     func result(ticket: Int) -> DeliveryResult {
-        results[ticket].take()!
+        filled[ticket] = false
+        return (results + ticket).move()
+    }
+
+    /// The same, with the result lent to `body`, then destroyed.
+    func withResult(ticket: Int, _ body: (borrowing DeliveryResult) -> Void) {
+        // Moved to a local first: lent straight from the slot, it was copied for the call.
+        filled[ticket] = false
+        let result = (results + ticket).move()
+        body(result)
     }
 
     /// The error of a ticket's result, left in its slot.
     func error(ticket: Int) -> String? {
-        results[ticket]?.error
+        results[ticket].error
     }
 
     func push(_ finished: consuming [Finished]) {
@@ -228,6 +242,38 @@ final class Batch<Context: Sendable> {
             fill()
         }
         return popReady()
+    }
+
+    /// `nextReady` until it says none, each result lent to `body` instead of
+    /// returned: a consumer that writes results as they come then moves none of
+    /// them (128 bytes each) from call to call.
+    @_specialize(where Context == Int)
+    func forEachReady(_ body: (borrowing DeliveryResult, borrowing Context) -> Void) {
+        while true {
+            while popReady(into: body) {}
+            absorb(inbox.take())
+            if readyCount == 0 {
+                if Task.isCancelled && !cancelled { cancel() }
+                fill()
+                if readyCount == 0 { return }
+            }
+        }
+    }
+
+    /// `popReady`, the result lent to `body`; false when none is here.
+    private func popReady(into body: (borrowing DeliveryResult, borrowing Context) -> Void) -> Bool {
+        let b = book
+        if let (result, context) = b.pointee.local.popFirst() {
+            body(result, context)
+            return true
+        }
+        guard b.pointee.head < b.pointee.finished.count else { return false }
+        let ticket = b.pointee.finished[b.pointee.head].ticket
+        b.pointee.head += 1
+        let context = b.pointee.contexts[ticket].take()!
+        b.pointee.freeTickets.append(ticket)
+        inbox.withResult(ticket: ticket) { body($0, context) }
+        return true
     }
 
     /// A result here, moved out, and its ticket freed.

@@ -99,6 +99,12 @@ public struct DeliveryResults: AsyncSequence {
             batch.nextReady()?.0
         }
 
+        /// `nextReady()` until it says none, each result lent to `body` instead of
+        /// returned (a move of the result less per call).
+        package mutating func forEachReady(_ body: (borrowing DeliveryResult) -> Void) {
+            batch.forEachReady { result, _ in body(result) }
+        }
+
         #if compiler(>=6.2)
         public nonisolated(nonsending) mutating func next() async -> DeliveryResult? {
             await batch.next()?.0

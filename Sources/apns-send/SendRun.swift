@@ -38,15 +38,15 @@ struct SendRun {
             let tokens = input
             var outcome = Outcome()
             var results = client.send(notification, nextToken: { tokens.next() }).makeAsyncIterator()
+            func take(_ result: borrowing DeliveryResult) {
+                writer.write(result)
+                outcome.tally.add(result)
+                progress?.count(delivered: result.isDelivered)
+            }
             // Each result that arrived meanwhile is taken without an async call.
-            while var result = await results.next() {
-                while true {
-                    writer.write(result)
-                    outcome.tally.add(result)
-                    progress?.count(delivered: result.isDelivered)
-                    guard let more = results.nextReady() else { break }
-                    result = more
-                }
+            while let result = await results.next() {
+                take(result)
+                results.forEachReady(take)
             }
             if Task.isCancelled { outcome.notAttempted = tokens.countRemaining() }
             outcome.duplicates = tokens.duplicates
