@@ -136,8 +136,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         h2_link_init(&st->age);
         st->req = (capns_queued){.tag = i, .message = m, .submitted_ns = (int64_t)i};
         capns_message_retain(m);
-        snprintf(st->req.token, sizeof st->req.token, "%064zx", i);
-        snprintf(st->req.apns_id, sizeof st->req.apns_id, "00000000-0000-4000-8000-%012zx", i);
+        st->req.token_len = (uint16_t)snprintf(st->req.token, sizeof st->req.token, "%064zx", i);
+        st->req.apns_id_len =
+            (uint16_t)snprintf(st->req.apns_id, sizeof st->req.apns_id, "00000000-0000-4000-8000-%012zx", i);
         h2_link_push(&t->pending, &st->link);
         h2_link_push(&t->age, &st->age);
     }

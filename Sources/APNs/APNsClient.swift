@@ -77,6 +77,23 @@ public final class APNsClient: Sendable {
         }
     }
 
+    /// `send(_:to:environment:)` with the tokens from a closure (nil at the end),
+    /// for a caller in another module of this package: there the generic version runs
+    /// unspecialized, and each token cost a metadata lookup and calls through witnesses.
+    package func send(_ notification: Notification, nextToken: @escaping () -> String?,
+                      environment: Environment? = nil) -> DeliveryResults {
+        DeliveryResults { [self] in
+            let shared = notification.makeCMessage()
+            let release = ReleaseOnDeinit(shared)
+            return Batch(client: self, source: .sync {
+                guard let token = nextToken() else { return nil }
+                _ = release
+                capns_message_retain(shared)
+                return Outgoing(token: token, message: shared, environment: environment, apnsID: nil, context: ())
+            })
+        }
+    }
+
     /// Sends each message (its own token, payload, headers and environment) and
     /// streams one result per message, with the message's context, in completion
     /// order. Messages are read only as results are consumed.

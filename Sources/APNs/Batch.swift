@@ -2,18 +2,22 @@ import CAPNs
 import Synchronization
 
 /// Where lanes leave one batch's final results, and how they wake its consumer.
-/// The sender thread pushes; the consumer takes them all at once, or sleeps until
-/// there are some (or until a lane has room again, or the input has more).
-final class BatchInbox: Sendable {
-    struct Item: Sendable {
+/// A result is moved into its ticket's slot and the ticket is pushed; the consumer
+/// takes the tickets all at once, and each result out of its slot when it hands it
+/// out. So a result is never copied on its way (each copy of one retains and later
+/// releases its strings), and what crosses the lock is a list of plain numbers. The
+/// consumer sleeps until there are some (or until a lane has room again, or the input
+/// has more).
+final class BatchInbox: @unchecked Sendable {   // `results`: see below
+    /// A request that ended; its result waits in its ticket's slot.
+    struct Finished: Sendable {
         let ticket: Int
-        let result: DeliveryResult
         /// The request ended because its endpoint cannot be reached.
         let unreachable: Bool
     }
 
     private struct State {
-        var items: [Item] = []
+        var finished: [Finished] = []
         var waiter: CheckedContinuation<Void, Never>?
         var poked = false
 
@@ -26,11 +30,57 @@ final class BatchInbox: Sendable {
     }
 
     private let state = Mutex(State())
+    /// One slot per ticket. A ticket names one request in flight, so one slot is
+    /// written by the lane that ends its request (before `push`) and read by the
+    /// consumer (after `take` returned its ticket): the lock orders the two.
+    private let results: UnsafeMutablePointer<DeliveryResult>
+    /// Which slots hold a result (the others are not initialized), for `deinit`.
+    private let filled: UnsafeMutablePointer<Bool>
+    private let tickets: Int
 
-    func push(_ items: [Item]) {
+    init(tickets: Int) {
+        self.tickets = tickets
+        results = .allocate(capacity: tickets)
+        filled = .allocate(capacity: tickets)
+        filled.initialize(repeating: false, count: tickets)
+    }
+
+    deinit {
+        for ticket in 0..<tickets where filled[ticket] { (results + ticket).deinitialize(count: 1) }
+        results.deallocate()
+        filled.deallocate()
+    }
+
+    /// The lane's side, before `push`ing the ticket: the request's final result.
+    func store(_ result: consuming DeliveryResult, ticket: Int) {
+        (results + ticket).initialize(to: result)
+        filled[ticket] = true
+    }
+
+    /// The consumer's side, for a ticket `take` returned: its result, moved out.
+    func result(ticket: Int) -> DeliveryResult {
+        filled[ticket] = false
+        return (results + ticket).move()
+    }
+
+    /// The same, with the result lent to `body`, then destroyed.
+    func withResult(ticket: Int, _ body: (borrowing DeliveryResult) -> Void) {
+        // Moved to a local first: lent straight from the slot, it was copied for the call.
+        filled[ticket] = false
+        let result = (results + ticket).move()
+        body(result)
+    }
+
+    /// The error of a ticket's result, left in its slot.
+    func error(ticket: Int) -> String? {
+        results[ticket].error
+    }
+
+    func push(_ finished: consuming [Finished]) {
+        var incoming = finished
         let waiter = state.withLock { s in
-            // Mostly the consumer took everything: the array is kept, not copied item by item.
-            if s.items.isEmpty { s.items = items } else { s.items.append(contentsOf: items) }
+            // Mostly the consumer took everything: the array is kept, not copied.
+            if s.finished.isEmpty { swap(&s.finished, &incoming) } else { s.finished.append(contentsOf: incoming) }
             return s.takeWaiter()
         }
         waiter?.resume()
@@ -45,11 +95,11 @@ final class BatchInbox: Sendable {
         waiter?.resume()
     }
 
-    func take() -> [Item] {
+    func take() -> [Finished] {
         state.withLock { s in
-            var items: [Item] = []
-            swap(&items, &s.items)
-            return items
+            var finished: [Finished] = []
+            swap(&finished, &s.finished)
+            return finished
         }
     }
 
@@ -58,7 +108,7 @@ final class BatchInbox: Sendable {
     func wait(isolation: isolated (any Actor)? = #isolation) async {
         await withCheckedContinuation(isolation: isolation) { (c: CheckedContinuation<Void, Never>) in
             let now = state.withLock { s -> Bool in
-                if !s.items.isEmpty || s.poked {
+                if !s.finished.isEmpty || s.poked {
                     s.poked = false
                     return true
                 }
@@ -88,9 +138,13 @@ struct Outgoing<Context: Sendable>: @unchecked Sendable {   // the C message is 
 /// ready count against it, and input is read only when there is room.
 final class Batch<Context: Sendable> {
     private let client: APNsClient
-    private let inbox = BatchInbox()
+    private let inbox: BatchInbox
     private let window: Int
-    private var source: Source
+    // Read for every message taken from the input, like `pending` and `inputDone`:
+    // unchecked for exclusivity at run time (each checked access of a class's stored
+    // property costs more than the read), which is sound since only the task that
+    // iterates the batch touches them, and never while another access is open.
+    @exclusivity(unchecked) private var source: Source
 
     enum Source {
         /// Pulled by the consumer itself, as room allows.
@@ -99,15 +153,24 @@ final class Batch<Context: Sendable> {
         case async(AsyncFeed<Context>)
     }
 
-    /// The caller's value of each request in flight, by ticket.
-    private var contexts: [Context?]
-    private var freeTickets: [Int]
-    /// Behind a pointer, not a stored property: taken from once per result, and each
-    /// access to a class's stored property is checked for exclusivity at run time.
-    private let ready: UnsafeMutablePointer<FIFO<(DeliveryResult, Context)>> = .allocate(capacity: 1)
+    /// Behind a pointer, not stored properties: used several times per result, and
+    /// each access to a class's stored property is checked for exclusivity at run time.
+    private let book: UnsafeMutablePointer<Book> = .allocate(capacity: 1)
+
+    private struct Book {
+        /// The caller's value of each request in flight, by ticket.
+        var contexts: [Context?]
+        var freeTickets: [Int]
+        /// Results made here, for messages not sent; handed out first.
+        var local = FIFO<(DeliveryResult, Context)>()
+        /// Requests that ended, taken from the inbox, from `head` on not handed out
+        /// yet. Their tickets stay taken until they are: their results are in the inbox.
+        var finished: [BatchInbox.Finished] = []
+        var head = 0
+    }
     /// Taken from the input, not started: the lane they go to was full.
-    private var pending: [Outgoing<Context>] = []
-    private var inputDone = false
+    @exclusivity(unchecked) private var pending: [Outgoing<Context>] = []
+    @exclusivity(unchecked) private var inputDone = false
     private var cancelled = false
     /// Set when a request ended because its endpoint cannot be reached: the rest of
     /// the batch is not sent, and its results say why.
@@ -124,21 +187,22 @@ final class Batch<Context: Sendable> {
         self.client = client
         self.source = source
         window = client.configuration.outstandingLimit
-        ready.initialize(to: FIFO())
-        contexts = Array(repeating: nil, count: window)
-        freeTickets = Array((0..<window).reversed())
+        inbox = BatchInbox(tickets: window)
+        book.initialize(to: Book(contexts: Array(repeating: nil, count: window), freeTickets: Array((0..<window).reversed())))
         if case .async(let feed) = source { feed.start(waking: inbox) }
     }
 
     deinit {
         if case .async(let feed) = source { feed.stop() }
         for item in pending { capns_message_release(item.message) }
-        ready.deinitialize(count: 1)
-        ready.deallocate()
+        book.deinitialize(count: 1)
+        book.deallocate()
     }
 
-    private var inFlight: Int { window - freeTickets.count }
-    private var readyCount: Int { ready.pointee.count }
+    /// Requests started and not handed out (their results may be here already).
+    private var inFlight: Int { window - book.pointee.freeTickets.count }
+    /// Results here, not handed out.
+    private var readyCount: Int { book.pointee.local.count + book.pointee.finished.count - book.pointee.head }
 
     /// The next final result, or nil when every message has one.
     ///
@@ -149,7 +213,7 @@ final class Batch<Context: Sendable> {
     @_specialize(where Context == Int)
     func next(isolation: isolated (any Actor)? = #isolation) async -> (DeliveryResult, Context)? {
         while true {
-            if let result = ready.pointee.popFirst() { return result }
+            if let result = popReady() { return result }
             absorb(inbox.take())
             if readyCount > 0 { continue }
             if Task.isCancelled && !cancelled { cancel() }
@@ -164,23 +228,77 @@ final class Batch<Context: Sendable> {
         }
     }
 
-    private func absorb(_ items: [BatchInbox.Item]) {
-        guard !items.isEmpty else { return }
-        // Worked on as locals, put back once: each access to a class's stored property
-        // is checked for exclusivity at run time, three for every result otherwise.
-        var ready = FIFO<(DeliveryResult, Context)>(), contexts: [Context?] = [], freeTickets: [Int] = []
-        swap(&ready, &self.ready.pointee)
-        swap(&contexts, &self.contexts)
-        swap(&freeTickets, &self.freeTickets)
-        for item in items {
-            if item.unreachable, unreachable == nil { unreachable = item.result.error }
-            ready.append((item.result, contexts[item.ticket]!))
-            contexts[item.ticket] = nil
-            freeTickets.append(item.ticket)
+    /// A final result that can be had without waiting, or nil: none is here yet, or
+    /// every message has one (`next` tells the two apart, and waits). A consumer that
+    /// takes results this way after each `next` makes one async call per wake-up,
+    /// not one per result: each call hops to the caller's executor, which with a task
+    /// executor preference costs a lock of the task's status records.
+    @_specialize(where Context == Int)
+    func nextReady() -> (DeliveryResult, Context)? {
+        if let result = popReady() { return result }
+        absorb(inbox.take())
+        if readyCount == 0 {
+            if Task.isCancelled && !cancelled { cancel() }
+            fill()
         }
-        swap(&ready, &self.ready.pointee)
-        swap(&contexts, &self.contexts)
-        swap(&freeTickets, &self.freeTickets)
+        return popReady()
+    }
+
+    /// `nextReady` until it says none, each result lent to `body` instead of
+    /// returned: a consumer that writes results as they come then moves none of
+    /// them (128 bytes each) from call to call.
+    @_specialize(where Context == Int)
+    func forEachReady(_ body: (borrowing DeliveryResult, borrowing Context) -> Void) {
+        while true {
+            while popReady(into: body) {}
+            absorb(inbox.take())
+            if readyCount == 0 {
+                if Task.isCancelled && !cancelled { cancel() }
+                fill()
+                if readyCount == 0 { return }
+            }
+        }
+    }
+
+    /// `popReady`, the result lent to `body`; false when none is here.
+    private func popReady(into body: (borrowing DeliveryResult, borrowing Context) -> Void) -> Bool {
+        let b = book
+        if let (result, context) = b.pointee.local.popFirst() {
+            body(result, context)
+            return true
+        }
+        guard b.pointee.head < b.pointee.finished.count else { return false }
+        let ticket = b.pointee.finished[b.pointee.head].ticket
+        b.pointee.head += 1
+        let context = b.pointee.contexts[ticket].take()!
+        b.pointee.freeTickets.append(ticket)
+        inbox.withResult(ticket: ticket) { body($0, context) }
+        return true
+    }
+
+    /// A result here, moved out, and its ticket freed.
+    private func popReady() -> (DeliveryResult, Context)? {
+        let b = book
+        if let result = b.pointee.local.popFirst() { return result }
+        guard b.pointee.head < b.pointee.finished.count else { return nil }
+        let ticket = b.pointee.finished[b.pointee.head].ticket
+        b.pointee.head += 1
+        let context = b.pointee.contexts[ticket].take()!
+        b.pointee.freeTickets.append(ticket)
+        return (inbox.result(ticket: ticket), context)
+    }
+
+    private func absorb(_ taken: consuming [BatchInbox.Finished]) {
+        var taken = taken
+        guard !taken.isEmpty else { return }
+        if unreachable == nil, let f = taken.first(where: \.unreachable) { unreachable = inbox.error(ticket: f.ticket) }
+        let b = book
+        if b.pointee.head == b.pointee.finished.count {
+            swap(&b.pointee.finished, &taken)
+            b.pointee.head = 0
+        } else {
+            b.pointee.finished.append(contentsOf: taken)
+        }
     }
 
     /// A result made here, for a message that is not sent.
@@ -188,7 +306,7 @@ final class Batch<Context: Sendable> {
         capns_message_release(item.message)
         let result = DeliveryResult(token: token, apnsID: nil, status: 0, reason: reason, attempts: 0, error: error)
         client.metrics.record(result)
-        ready.pointee.append((result, item.context))
+        book.pointee.local.append((result, item.context))
     }
 
     // MARK: - Sending
@@ -201,10 +319,9 @@ final class Batch<Context: Sendable> {
         func flush() -> Bool {
             guard let lane = runLane, !run.isEmpty else { return true }
             defer { run.removeAll(keepingCapacity: true); runContexts.removeAll(keepingCapacity: true) }
-            var tickets: [Int] = []
             let outcome = lane.start(run[...], for: inbox) { [self] i in
-                let ticket = freeTickets.removeLast()
-                tickets.append(ticket)
+                let ticket = book.pointee.freeTickets.removeLast()
+                book.pointee.contexts[ticket] = runContexts[i]
                 return ticket
             }
             let started: Int
@@ -212,7 +329,6 @@ final class Batch<Context: Sendable> {
             case .started(let n): started = n
             case .closed: started = 0
             }
-            for (k, ticket) in tickets.enumerated() { contexts[ticket] = runContexts[k] }
             for k in started..<run.count {
                 let item = Outgoing(token: run[k].token, message: run[k].message, environment: runEnvironment,
                                     apnsID: run[k].apnsID, context: runContexts[k])
@@ -228,7 +344,8 @@ final class Batch<Context: Sendable> {
         var fromPending = pending
         pending.removeAll()
         var index = 0
-        while !cancelled, window - inFlight - readyCount - run.count > 0 {
+        // Room: free tickets, less the results made here (they count against the window too).
+        while !cancelled, book.pointee.freeTickets.count - book.pointee.local.count - run.count > 0 {
             let item: Outgoing<Context>
             if index < fromPending.count {
                 item = fromPending[index]
@@ -238,7 +355,7 @@ final class Batch<Context: Sendable> {
             } else {
                 break
             }
-            guard let token = DeviceToken(item.token) else {
+            guard let token = DeviceToken.hex(of: item.token) else {
                 local(item, token: item.token.trimmingSpaces, reason: .badDeviceToken,
                       error: "not 64 to 200 hex digits (even count)")
                 continue
@@ -246,21 +363,21 @@ final class Batch<Context: Sendable> {
             var apnsID: String?
             if let given = item.apnsID {
                 guard let canonical = canonicalAPNsID(given) else {
-                    local(item, token: token.hex, reason: .badMessageId,
+                    local(item, token: token, reason: .badMessageId,
                           error: "apns-id '\(given)' is not a UUID (8-4-4-4-12 hex digits)")
                     continue
                 }
                 apnsID = canonical
             }
             if let unreachable {
-                local(item, token: token.hex, error: unreachable)
+                local(item, token: token, error: unreachable)
                 continue
             }
             let lane: Lane
             do {
                 lane = try self.lane(for: item.environment)
             } catch {
-                local(item, token: token.hex, error: error.description)
+                local(item, token: token, error: error.description)
                 continue
             }
             if runLane !== lane {
@@ -271,7 +388,7 @@ final class Batch<Context: Sendable> {
                 runLane = lane
                 runEnvironment = item.environment
             }
-            run.append(Lane.Request(token: token.hex, message: item.message, apnsID: apnsID))
+            run.append(Lane.Request(token: token, message: item.message, apnsID: apnsID))
             runContexts.append(item.context)
         }
         _ = flush()

@@ -129,6 +129,8 @@ final class Lane: Sendable {
         var token = ""
         var message: OpaquePointer?
         var owner: Owner?
+        /// The apns-id's words when it was made here (none when the caller gave one).
+        var madeID: (UInt64, UInt64)?
     }
 
     private struct State {
@@ -143,38 +145,51 @@ final class Lane: Sendable {
     }
 
     /// What a locked section decided and must be done after unlocking: submit,
-    /// resume tasks, hand results over, record metrics, arm the timer, log.
+    /// resume tasks, hand results over, arm the timer, log.
     private struct Effects {
         /// Prepared under the lock, submitted after it (`settle`): new requests, and
         /// requests the server did not process, which go ahead of new ones.
         var fresh = Requests()
         var resends = Requests()
-        var finals: [(Owner, DeliveryResult, unreachable: Bool)] = []
+        /// Final results for single callers, resumed after the lock.
+        var callers: [(CallerContinuation, DeliveryResult)] = []
+        /// Requests of batches that ended, by inbox (mostly one); their results are
+        /// in the inbox already (`finish`), and the inbox is told after the lock.
+        var batches: [(BatchInbox, [BatchInbox.Finished])] = []
+        /// How many requests may end in this section (room made for them at once).
+        var expected = 1
         var pokes: [BatchInbox] = []
         var drained: [CheckedContinuation<Void, Never>] = []
         var timer: ContinuousClock.Instant?
         var errors: [String] = []
 
-        func run(_ metrics: ClientMetrics) {
-            var byInbox: [(BatchInbox, [BatchInbox.Item])] = []
-            for (owner, result, unreachable) in finals {
-                metrics.record(result)
-                switch owner {
-                case .caller(let c):
-                    c.resume(returning: result)
-                case .batch(let inbox, let ticket):
-                    let item = BatchInbox.Item(ticket: ticket, result: result, unreachable: unreachable)
-                    if let k = byInbox.firstIndex(where: { $0.0 === inbox }) {
-                        byInbox[k].1.append(item)
-                    } else {
-                        var items: [BatchInbox.Item] = []
-                        items.reserveCapacity(finals.count)   // room for all: growing it copies every item again
-                        items.append(item)
-                        byInbox.append((inbox, items))
-                    }
+        /// A request's final result, under the lock. A batch's is moved into its
+        /// inbox here, so it is never copied on its way to the consumer.
+        mutating func finish(_ owner: Owner, _ result: consuming DeliveryResult, unreachable: Bool) {
+            switch owner {
+            case .caller(let c):
+                callers.append((c, result))
+            case .batch(let inbox, let ticket):
+                inbox.store(result, ticket: ticket)
+                let finished = BatchInbox.Finished(ticket: ticket, unreachable: unreachable)
+                if let k = batches.firstIndex(where: { $0.0 === inbox }) {
+                    batches[k].1.append(finished)
+                } else {
+                    var list: [BatchInbox.Finished] = []
+                    list.reserveCapacity(expected)
+                    list.append(finished)
+                    batches.append((inbox, list))
                 }
             }
-            for (inbox, items) in byInbox { inbox.push(items) }
+        }
+
+        mutating func run() {
+            for (c, result) in callers { c.resume(returning: result) }
+            for k in batches.indices {
+                var list: [BatchInbox.Finished] = []
+                swap(&list, &batches[k].1)   // the inbox keeps it without a copy
+                batches[k].0.push(list)
+            }
             for inbox in pokes { inbox.poke() }
             for c in drained { c.resume() }
         }
@@ -413,7 +428,8 @@ final class Lane: Sendable {
         swap(&actions, &s.machine.actions)   // kept apart while the machine's rng is used
         defer { swap(&actions, &s.machine.actions) }   // emptied, its room kept
         actions.drain { action in
-            switch consume action {
+            let taken = action
+            switch consume taken {
             case .fill(let slot, let source):
                 let (made, owner) = request(source)
                 fill(&s, slot: slot, made, owner: owner)
@@ -429,11 +445,20 @@ final class Lane: Sendable {
             case .finish(let slot, let ending):
                 var done = Held()
                 swap(&done, &s.held[slot])   // moved out, the slot left empty: no copy, no retain
-                let result = DeliveryResult(token: done.token, apnsID: ending.attempts > 0 ? apnsID(slot) : nil,
-                                            uniqueID: ending.uniqueID, status: ending.status, reason: ending.reason,
-                                            timestamp: ending.timestamp, attempts: ending.attempts,
+                let id: APNsIDValue = if ending.attempts == 0 {
+                    .none
+                } else if let (first, second) = done.madeID {
+                    .random(first, second)
+                } else {
+                    .given(apnsID(slot))
+                }
+                let result = DeliveryResult(token: done.token, id: id, uniqueID: ending.uniqueID, status: ending.status,
+                                            reason: ending.reason, timestamp: ending.timestamp, attempts: ending.attempts,
                                             latency: ending.latency, error: ending.error)
-                if let owner = done.owner { fx.finals.append((owner, result, ending.unreachable)) }
+                if let owner = done.owner {
+                    metrics.record(result)
+                    fx.finish(owner, result, unreachable: ending.unreachable)
+                }
                 capns_message_release(done.message)
             case .retrying(let slot, let status, let reason, let error, let delay):
                 metrics.retries.increment()
@@ -444,14 +469,16 @@ final class Lane: Sendable {
                     ])
                 }
             case .notSent(let caller, let why):
-                fx.finals.append((.caller(caller.continuation), notSent(caller.pending, why), false))
+                let result = notSent(caller.pending, why)
+                metrics.record(result)
+                fx.callers.append((caller.continuation, result))
             case .poke(let inbox):
                 fx.pokes.append(inbox)
             case .drained:
                 fx.drained.append(contentsOf: s.drainWaiters)
                 s.drainWaiters.removeAll()
-            case .armTimer(let due):
-                fx.timer = due
+            case .armTimer(let at):
+                fx.timer = s.machine.instant(at)
             case .logError(let message):
                 fx.errors.append(message)
             }
@@ -482,8 +509,12 @@ final class Lane: Sendable {
                 k += 1
             }
             id[k] = 0
+            s.held[slot].madeID = nil
         } else {
-            writeRandomUUID(id, using: &s.machine.rng)
+            let words = randomUUIDWords(using: &s.machine.rng)
+            writeUUID(UnsafeMutableRawPointer(id), words.0, words.1)
+            id[uuidLength] = 0
+            s.held[slot].madeID = words
         }
     }
 
@@ -513,7 +544,7 @@ final class Lane: Sendable {
                 fireRetries()
             }
         }
-        fx.run(metrics)
+        fx.run()
     }
 
     /// The one C submit, outside the lock. `destroy` raises `cGone` and then waits for
@@ -535,7 +566,7 @@ final class Lane: Sendable {
         var fx = Effects()
         // Room for every answer's result at once: grown one append at a time, a batch of
         // 256 reallocated and copied its ~40 KB of results eight times.
-        fx.finals.reserveCapacity(batch.count)
+        fx.expected = batch.count
         locked { s in
             s.machine.complete(batch.lazy.map { (slot: $0.slot, answer: $0.answer) }, now: clock.now)
             perform(&s, &fx)
@@ -602,13 +633,26 @@ private final class LaneBox: @unchecked Sendable {
     unowned(unsafe) var lane: Lane!
 }
 
+/// The characters of a canonical UUID (CAPNS_UUID_LEN).
+let uuidLength = 36
+
 /// A random (version 4) UUID in lower-case canonical form, CAPNS_UUID_LEN characters and a NUL.
 func writeRandomUUID(_ out: UnsafeMutablePointer<CChar>, using rng: inout RequestRandom) {
-    // The 16 bytes are the two draws' bytes, little-endian, with the version (byte 6)
-    // and the variant (byte 8) set; written 4 bytes (8 digits) a step.
+    let (first, second) = randomUUIDWords(using: &rng)
+    writeUUID(UnsafeMutableRawPointer(out), first, second)
+    out[uuidLength] = 0
+}
+
+/// Two random words with a version 4 UUID's version (byte 6) and variant (byte 8) set.
+func randomUUIDWords(using rng: inout RequestRandom) -> (UInt64, UInt64) {
     let first = ((rng.next() as UInt64) & ~(0xF0 << 48)) | (0x40 << 48)
     let second = ((rng.next() as UInt64) & ~0xC0) | 0x80
-    let o = UnsafeMutableRawPointer(out)
+    return (first, second)
+}
+
+/// The UUID whose 16 bytes are the two words' bytes, little-endian, in lower-case
+/// canonical form: `uuidLength` characters at `o`, no NUL; written 4 bytes (8 digits) a step.
+func writeUUID(_ o: UnsafeMutableRawPointer, _ first: UInt64, _ second: UInt64) {
     let g0 = hexDigits(UInt32(truncatingIfNeeded: first)), g1 = hexDigits(UInt32(truncatingIfNeeded: first >> 32))
     let g2 = hexDigits(UInt32(truncatingIfNeeded: second)), g3 = hexDigits(UInt32(truncatingIfNeeded: second >> 32))
     let dash = UInt8(ascii: "-")
@@ -622,7 +666,6 @@ func writeRandomUUID(_ out: UnsafeMutablePointer<CChar>, using rng: inout Reques
     o.storeBytes(of: dash, toByteOffset: 23, as: UInt8.self)
     o.storeBytes(of: UInt32(truncatingIfNeeded: g2 >> 32).littleEndian, toByteOffset: 24, as: UInt32.self)
     o.storeBytes(of: g3.littleEndian, toByteOffset: 28, as: UInt64.self)              // 4 + 8 = 12
-    o.storeBytes(of: UInt8(0), toByteOffset: 36, as: UInt8.self)
 }
 
 /// The lower-case hex digits of 4 bytes (the lowest first, its high nibble first),

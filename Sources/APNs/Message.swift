@@ -92,6 +92,19 @@ public struct DeliveryResults: AsyncSequence {
             await batch.next(isolation: actor)?.0
         }
 
+        /// The next result if one is here already, without waiting; nil when none is
+        /// (then `next()` waits for one, or ends). For a loop that drains what arrived
+        /// after each `next()`: one async call per wake-up instead of one per result.
+        package mutating func nextReady() -> DeliveryResult? {
+            batch.nextReady()?.0
+        }
+
+        /// `nextReady()` until it says none, each result lent to `body` instead of
+        /// returned (a move of the result less per call).
+        package mutating func forEachReady(_ body: (borrowing DeliveryResult) -> Void) {
+            batch.forEachReady { result, _ in body(result) }
+        }
+
         #if compiler(>=6.2)
         public nonisolated(nonsending) mutating func next() async -> DeliveryResult? {
             await batch.next()?.0

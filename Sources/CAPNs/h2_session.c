@@ -43,14 +43,14 @@ static size_t build_headers(h2_conn *c, h2_stream *st)
     const capns_message *m = st->req.message;
     const uint8_t once = NV_STATIC | NGHTTP2_NV_FLAG_NO_INDEX;
     nghttp2_nv *nv = st->nv;
-    size_t n = 0, toklen = strlen(st->req.token);
+    size_t n = 0, toklen = st->req.token_len;
 
     n = ADD_LIT(nv, n, ":method", "POST", 4, NV_STATIC);
     n = ADD_LIT(nv, n, ":scheme", "https", 5, NV_STATIC);
     n = ADD_LIT(nv, n, ":authority", t->authority, t->authority_len, NV_STATIC);
     if (m->channel_id) {
         /* Broadcast: the message's path, its channel; the bundle id is in the path. */
-        n = ADD_LIT(nv, n, ":path", m->path, strlen(m->path), NV_STATIC);
+        n = ADD_LIT(nv, n, ":path", m->path, m->path_len, NV_STATIC);
     } else {
         memcpy(st->path, "/3/device/", 10);
         memcpy(st->path + 10, st->req.token, toklen + 1);
@@ -59,22 +59,22 @@ static size_t build_headers(h2_conn *c, h2_stream *st)
     if (t->auth_len)
         n = ADD_LIT(nv, n, "authorization", t->auth, t->auth_len, NGHTTP2_NV_FLAG_NO_COPY_NAME);
     if (m->channel_id)
-        n = ADD_LIT(nv, n, "apns-channel-id", m->channel_id, strlen(m->channel_id), NV_STATIC);
+        n = ADD_LIT(nv, n, "apns-channel-id", m->channel_id, m->channel_id_len, NV_STATIC);
     else if (m->topic[0])
-        n = ADD_LIT(nv, n, "apns-topic", m->topic, strlen(m->topic), NV_STATIC);
+        n = ADD_LIT(nv, n, "apns-topic", m->topic, m->topic_len, NV_STATIC);
     if (m->push_type)
-        n = ADD_LIT(nv, n, "apns-push-type", m->push_type, strlen(m->push_type), NV_STATIC);
+        n = ADD_LIT(nv, n, "apns-push-type", m->push_type, m->push_type_len, NV_STATIC);
     if (st->req.apns_id[0] && m->channel_id)
-        n = ADD_LIT(nv, n, "apns-request-id", st->req.apns_id, strlen(st->req.apns_id), once);
+        n = ADD_LIT(nv, n, "apns-request-id", st->req.apns_id, st->req.apns_id_len, once);
     else if (st->req.apns_id[0])
-        n = ADD_LIT(nv, n, "apns-id", st->req.apns_id, strlen(st->req.apns_id), once);
+        n = ADD_LIT(nv, n, "apns-id", st->req.apns_id, st->req.apns_id_len, once);
     if (m->priority[0])
-        n = ADD_LIT(nv, n, "apns-priority", m->priority, strlen(m->priority), NV_STATIC);
+        n = ADD_LIT(nv, n, "apns-priority", m->priority, m->priority_len, NV_STATIC);
     if (m->expiration[0])
-        n = ADD_LIT(nv, n, "apns-expiration", m->expiration, strlen(m->expiration), NV_STATIC);
+        n = ADD_LIT(nv, n, "apns-expiration", m->expiration, m->expiration_len, NV_STATIC);
     if (m->collapse_id)
-        n = ADD_LIT(nv, n, "apns-collapse-id", m->collapse_id, strlen(m->collapse_id), NV_STATIC);
-    n = ADD_LIT(nv, n, "content-length", m->content_length, strlen(m->content_length), NV_STATIC);
+        n = ADD_LIT(nv, n, "apns-collapse-id", m->collapse_id, m->collapse_id_len, NV_STATIC);
+    n = ADD_LIT(nv, n, "content-length", m->content_length, m->content_length_len, NV_STATIC);
     return n;
 }
 

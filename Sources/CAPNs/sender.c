@@ -147,6 +147,14 @@ capns_message *capns_message_create(const capns_message_spec *spec)
         memcpy(m->payload, spec->payload, spec->payload_len);
     m->payload[spec->payload_len] = 0;    /* never read as a string; a guard if it were */
     format_decimal(m->content_length, sizeof m->content_length, (long long)spec->payload_len);
+    m->topic_len = topic_len;
+    m->push_type_len = push_len;
+    m->collapse_id_len = collapse_len;
+    m->priority_len = strlen(m->priority);
+    m->expiration_len = strlen(m->expiration);
+    m->content_length_len = strlen(m->content_length);
+    m->channel_id_len = channel_len;
+    m->path_len = path_len;
     return m;
 }
 
@@ -170,10 +178,9 @@ static void enqueue(capns_queued *q, const capns_request *r, int64_t now, bool r
     q->message = r->message;
     capns_message_retain(r->message);
     q->submitted_ns = now;
-    /* request_ok checked both lengths against these buffers */
-    size_t token_len = strlen(r->token), id_len = strlen(r->apns_id);
-    memcpy(q->token, r->token, token_len + 1);
-    memcpy(q->apns_id, r->apns_id, id_len + 1);
+    /* request_ok checked both lengths against these buffers; one pass each copies and measures */
+    q->token_len = (uint16_t)(stpcpy(q->token, r->token) - q->token);
+    q->apns_id_len = (uint16_t)(stpcpy(q->apns_id, r->apns_id) - q->apns_id);
     q->resend = resend;
 }
 

@@ -31,6 +31,9 @@ struct capns_message {
     /* Broadcast (capns_message_spec.channel_id): both NULL for a device push. */
     char *channel_id;
     char *path;                 /* "/4/broadcasts/apps/<topic>" */
+    /* strlen of the strings above, for the transports' headers (NULL and "": 0) */
+    size_t topic_len, push_type_len, collapse_id_len, priority_len, expiration_len, content_length_len;
+    size_t channel_id_len, path_len;
 };
 
 /* A request as the sender keeps it: copied at submit, so the caller's memory is free. */
@@ -40,6 +43,7 @@ typedef struct {
     int64_t submitted_ns;       /* monotonic, for latency and deadlines */
     char token[CAPNS_TOKEN_MAX + 1];
     char apns_id[CAPNS_UUID_LEN + 1];
+    uint16_t token_len, apns_id_len;    /* strlen of the two above */
     bool resend;                /* capns_sender_resubmit: ahead of requests not sent yet */
 } capns_queued;
 

@@ -21,17 +21,22 @@ enum Record {
     static func json(_ r: DeliveryResult, context: LineContext? = nil, to out: inout [UInt8]) {
         let reason = r.reason?.rawValue
         let error = r.status == 0 ? r.error : nil
-        var strings = r.token.utf8.count + (r.apnsID?.utf8.count ?? 0) + (reason?.utf8.count ?? 0)
+        var strings = r.token.utf8.count + r.apnsIDUTF8Count + (reason?.utf8.count ?? 0)
             + (context?.id?.utf8.count ?? 0) + (error?.utf8.count ?? 0)
         strings = strings * JSONWriter.escapedMax + 256   // the keys, quotes and numbers fit in 256
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: strings) { room in
             var w = JSONWriter(room.baseAddress!)
             w.put("{\"token\":")
-            w.string(r.token)
+            var token = r.token
+            if r.tokenIsPlain { token.withUTF8 { w.plain($0) } } else { w.string(token) }
             w.put(",\"status\":")
             w.decimal(Int64(r.status))
             w.put(",\"apns_id\":")
-            w.optional(r.apnsID)
+            // Written from its bytes: one the library made has no String until read.
+            let wrote = r.withAPNsIDUTF8 { bytes, plain in
+                if plain { w.plain(bytes) } else { w.string(bytes) }
+            }
+            if !wrote { w.put("null") }
             w.put(",\"reason\":")
             w.optional(reason)
             w.put(",\"timestamp\":")
@@ -91,14 +96,16 @@ enum Record {
         let ones: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
         let raw = UnsafeRawBufferPointer(bytes)
         var i = 0
+        // The words' hits are gathered and tested once: strings that need escaping are rare.
+        var hits: UInt64 = 0
         while bytes.count - i >= 8 {
             let w = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))
             let quote = w ^ (ones &* 0x22), backslash = w ^ (ones &* 0x5C)
-            let hits = ((w &- ones &* 0x20) | (quote &- ones) | (backslash &- ones)) & ~w & high
+            hits |= ((w &- ones &* 0x20) | (quote &- ones) | (backslash &- ones)) & ~w
             // `~w` stands for `~quote` and `~backslash` too: XOR with 0x22 or 0x5C keeps the high bits.
-            if hits != 0 { return true }
             i += 8
         }
+        if hits & high != 0 { return true }
         while i < bytes.count {
             let c = bytes[i]
             if c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") { return true }
@@ -154,20 +161,25 @@ private struct JSONWriter {
         at += digits
     }
 
+    /// Bytes known to need no escape, quoted.
+    mutating func plain(_ bytes: UnsafeBufferPointer<UInt8>) {
+        put(UInt8(ascii: "\""))
+        if let from = bytes.baseAddress { at.update(from: from, count: bytes.count) }
+        at += bytes.count
+        put(UInt8(ascii: "\""))
+    }
+
     mutating func string(_ s: String) {
         // Tokens and apns-ids need no escape: one scan of the String's own bytes, one copy.
-        let copied: Bool? = s.utf8.withContiguousStorageIfAvailable { bytes in
-            guard !Record.needsEscape(bytes) else { return false }
-            put(UInt8(ascii: "\""))
-            if let from = bytes.baseAddress { at.update(from: from, count: bytes.count) }
-            at += bytes.count
-            put(UInt8(ascii: "\""))
-            return true
-        }
-        if copied == true { return }
+        var s = s
+        s.withUTF8 { string($0) }
+    }
+
+    mutating func string(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard Record.needsEscape(bytes) else { return plain(bytes) }
         let hex: StaticString = "0123456789abcdef"
         put(UInt8(ascii: "\""))
-        for c in s.utf8 {
+        for c in bytes {
             switch c {
             case UInt8(ascii: "\""): put("\\\"")
             case UInt8(ascii: "\\"): put("\\\\")

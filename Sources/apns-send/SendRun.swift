@@ -37,10 +37,16 @@ struct SendRun {
         let outcome = await interruptible(reading: "tokens") {
             let tokens = input
             var outcome = Outcome()
-            for await result in client.send(notification, to: tokens) {
+            var results = client.send(notification, nextToken: { tokens.next() }).makeAsyncIterator()
+            func take(_ result: borrowing DeliveryResult) {
                 writer.write(result)
                 outcome.tally.add(result)
                 progress?.count(delivered: result.isDelivered)
+            }
+            // Each result that arrived meanwhile is taken without an async call.
+            while let result = await results.next() {
+                take(result)
+                results.forEachReady(take)
             }
             if Task.isCancelled { outcome.notAttempted = tokens.countRemaining() }
             outcome.duplicates = tokens.duplicates

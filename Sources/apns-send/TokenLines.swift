@@ -96,17 +96,23 @@ final class TokenLines: Sequence, IteratorProtocol {
                 return nil
             }
         }
-        while rescanLine <= memory.lastDeferredLine, let read = TokenLines.withNextTokenLine(rescan!, { line -> String? in
-            defer { rescanLine += 1 }
+        // Every line of the file up to the last deferred one comes through here: the
+        // reader, the line number and the bound are kept in locals, not read from
+        // properties (and retained) line by line.
+        let reader = rescan!, last = memory.lastDeferredLine
+        var number = rescanLine
+        defer { rescanLine = number }
+        while number <= last, let read = TokenLines.withNextTokenLine(reader, { line -> String? in
+            defer { number += 1 }
             guard memory.mayBeCandidate(quickKey: TokenFingerprint.quickKey(lowercasing: line)),
-                  let verdict = memory.recheck(TokenFingerprint(lowercasing: line, seed: seed), line: rescanLine),
+                  let verdict = memory.recheck(TokenFingerprint(lowercasing: line, seed: seed), line: number),
                   count(verdict) else { return nil }
             return String(decoding: line, as: UTF8.self)
         }) {
             if let token = read { return token }
         }
-        if rescanLine <= memory.lastDeferredLine {
-            failure = rescan!.failure ?? "it changed while being sent (shorter on the second read)"
+        if number <= last {
+            failure = reader.failure ?? "it changed while being sent (shorter on the second read)"
         }
         return nil
     }

@@ -54,7 +54,10 @@ final class ProbableMemory: TokenMemory {
     }
 
     private let filter: BloomFilter
-    private var settled = Set<TokenFingerprint>()
+    // Read for every line of a read, like `candidateBits` and `candidateMask`: unchecked
+    // for exclusivity at run time (a checked access costs more than the read), which
+    // is sound since one thread reads the file and no access to them overlaps another.
+    @exclusivity(unchecked) private var settled = Set<TokenFingerprint>()
     /// One entry per distinct deferred token: its first line. A later line with the
     /// same fingerprint is a duplicate at once.
     private var candidates: [TokenFingerprint: Candidate] = [:]
@@ -64,8 +67,8 @@ final class ProbableMemory: TokenMemory {
     /// bits a candidate, made when it starts (the first read, which adds candidates,
     /// is over by then). Almost every line of that read is no candidate, and a clear
     /// bit says so before the line's fingerprint is computed.
-    private var candidateBits: [UInt64] = []
-    private var candidateMask: UInt64 = 0
+    @exclusivity(unchecked) private var candidateBits: [UInt64] = []
+    @exclusivity(unchecked) private var candidateMask: UInt64 = 0
 
     /// Lines deferred to the second read.
     private(set) var deferred = 0

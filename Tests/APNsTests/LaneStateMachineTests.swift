@@ -235,10 +235,11 @@ import Testing
         enter(&m, ["a"])
         _ = take(&m)
         m.complete([(slot: 0, answer: answer(503, .serviceUnavailable))], now: t0)
-        guard case .armTimer(let due)? = m.actions.last else {
+        guard case .armTimer(let at)? = m.actions.last else {
             Issue.record("no timer armed")
             return
         }
+        let due = m.instant(at)
         _ = take(&m)
         // Jittered: between half the initial backoff and all of it.
         #expect(due >= t0 + .milliseconds(100) && due <= t0 + .milliseconds(200))

@@ -215,3 +215,34 @@ import Testing
         }
     }
 }
+
+@Suite struct MadeAPNsIDTests {
+    /// A result keeps an apns-id a lane made as its two random words: read back,
+    /// written for a record, compared and hashed, it is the text the request carried.
+    @Test func aMadeIDReadsWritesComparesAndHashesAsItsText() {
+        var rng = RequestRandom()
+        let out = UnsafeMutablePointer<CChar>.allocate(capacity: 40)
+        defer { out.deallocate() }
+        for _ in 0..<200 {
+            let (first, second) = randomUUIDWords(using: &rng)
+            writeUUID(UnsafeMutableRawPointer(out), first, second)
+            out[uuidLength] = 0
+            let text = String(cString: out)
+            let made = DeliveryResult(token: "ab", id: .random(first, second), uniqueID: nil, status: 200, reason: nil,
+                                      timestamp: nil, attempts: 1, latency: .zero, error: nil)
+            let given = DeliveryResult(token: "ab", apnsID: text, status: 200, reason: nil, attempts: 1)
+            #expect(made.apnsID == text)
+            #expect(made == given && made.hashValue == given.hashValue)
+            var written = "", plain = false
+            #expect(made.withAPNsIDUTF8 { bytes, p in
+                written = String(decoding: bytes, as: UTF8.self)
+                plain = p
+            })
+            #expect(written == text && plain && made.apnsIDUTF8Count == uuidLength)
+            #expect(made.tokenIsPlain && !given.tokenIsPlain)
+        }
+        let none = DeliveryResult(token: "ab", apnsID: nil, status: 410, reason: .unregistered, timestamp: 1, attempts: 1)
+        #expect(none.apnsID == nil && none.timestamp == 1 && !none.withAPNsIDUTF8 { _, _ in })
+        #expect(DeliveryResult(token: "ab", apnsID: nil, status: 0, reason: nil, attempts: 0).timestamp == nil)
+    }
+}

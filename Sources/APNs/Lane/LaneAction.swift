@@ -25,8 +25,11 @@ enum LaneAction<Caller, Batch: AnyObject> {
     case poke(Batch)
     /// Nothing is in flight any more: wake whoever waits for the lane to drain.
     case drained
-    /// Send the due retries at this instant (`LaneStateMachine.timerFired`).
-    case armTimer(ContinuousClock.Instant)
+    /// Send the due retries at this time (`LaneStateMachine.timerFired`), kept as
+    /// the machine keeps time (`LaneStateMachine.instant(_:)` makes it an instant):
+    /// an `Instant`'s layout is the runtime's to know, and one in any case made every
+    /// copy or move of any action a call through the enum's value witnesses.
+    case armTimer(at: Duration)
     /// Something an operator must see.
     case logError(String)
 }

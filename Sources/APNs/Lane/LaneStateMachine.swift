@@ -350,7 +350,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
         guard let earliest = retries.lazy.map(\.due).min() else { return }
         if let due = timerAt, due <= earliest { return }
         timerAt = earliest
-        actions.append(.armTimer(origin! + earliest))
+        actions.append(.armTimer(at: earliest))
     }
 
     // MARK: - Events: the transport refused a submit
@@ -391,6 +391,9 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     var isDrained: Bool { busy == 0 }
 
     /// When the request in `slot` was first handed to the transport.
+    /// The instant of a time as the machine keeps it (`.armTimer`'s).
+    func instant(_ time: Time) -> Instant { origin! + time }
+
     func firstSent(_ slot: Int) -> Instant? { slots[slot].firstSent.map { origin! + $0 } }
 
     /// `now` as the machine keeps time; the first one sets the origin.
@@ -457,10 +460,10 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
 
     /// Ends a request: its result goes to its owner (`.finish`), its slot to the next
     /// waiter.
-    private mutating func finish(_ slot: Int, _ ending: LaneEnding, now: Time) {
+    private mutating func finish(_ slot: Int, _ ending: consuming LaneEnding, now: Time) {
         var done = Slot()
         swap(&done, &slots[slot])
-        var ending = ending
+        var ending = ending   // taken over, not copied: its strings are not retained again
         ending.attempts = done.attempts
         ending.latency = done.firstSent.map { now - $0 } ?? .zero
         actions.append(.finish(slot: slot, ending))
