@@ -565,3 +565,12 @@ func oneEach(_ prefix: String, _ recipients: [Recipient]) -> [NewDelivery] {
         }
     }
 }
+
+/// The id lists SQLite's statements take (`json_each`), written digit by digit:
+/// every sign and width, as JSON writes them.
+@Test func idListsAreWrittenAsJSONArrays() {
+    #expect(jsonArray([] as [Int64]) == "[]")
+    #expect(jsonArray([0]) == "[0]")
+    #expect(jsonArray([7, 10, -12, 1_234_567_890_123, .max, .min])
+            == "[7,10,-12,1234567890123,9223372036854775807,-9223372036854775808]")
+}
