@@ -101,12 +101,9 @@ extension SQLiteStore: FanOutPlans {
             // range (the outbox's key), with no list of ids to pass and parse. Other
             // notifications' rows in the range (another enqueue between two parts)
             // are left alone.
-            try db.cachedStatement(sql: """
-                UPDATE outbox SET lease_until = :until, claimed_by = :worker
-                WHERE delivery_id BETWEEN :first AND :last AND claimed_by IS NULL AND available_at <= :now
-                  AND (SELECT notification_id FROM deliveries WHERE id = outbox.delivery_id) = :notification
-                """).execute(arguments: ["until": now + leaseMillis, "worker": worker, "first": first, "last": last,
-                                         "now": now, "notification": notificationID])
+            try db.cachedStatement(sql: Self.leaseRangeSQL).execute(arguments: [
+                "until": now + leaseMillis, "worker": worker, "first": first, "last": last, "now": now,
+                "notification": notificationID])
             return claimed
         }
     }
@@ -124,6 +121,15 @@ extension SQLiteStore: FanOutPlans {
         WHERE d.notification_id = :notification AND d.id > :after AND o.claimed_by IS NULL AND o.available_at <= :now
         ORDER BY d.id
         LIMIT :limit
+        """
+
+    /// The lease of a page read by `leasePageSQL`: :until, :worker, the page's
+    /// :first and :last ids, :now, :notification. A walk of the outbox's key over
+    /// the page's range, each row's notification checked by the deliveries' key.
+    static let leaseRangeSQL = """
+        UPDATE outbox SET lease_until = :until, claimed_by = :worker
+        WHERE delivery_id BETWEEN :first AND :last AND claimed_by IS NULL AND available_at <= :now
+          AND (SELECT notification_id FROM deliveries WHERE id = outbox.delivery_id) = :notification
         """
 
     public func discardPlan(notificationID: String, markBefore: Int64) async throws(StoreError) -> PlanDiscard {
