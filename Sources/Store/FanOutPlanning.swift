@@ -110,15 +110,16 @@ extension SQLiteStore: FanOutPlans {
 
     /// A page of a fan-out's free due deliveries, as a claim reads them: :notification,
     /// :after (the last id of the page before), :now, :limit. CROSS JOIN keeps SQLite
-    /// walking the notification's index first.
+    /// to this order: the notification's row once, then its index of deliveries (in
+    /// id order), not a look-up of the notification by its text key for every row.
     static let leasePageSQL = """
         SELECT \(Statements.claimedColumns.sqlite)
-        FROM deliveries d
+        FROM notifications n
+        CROSS JOIN deliveries d ON d.notification_id = n.id
         CROSS JOIN outbox o ON o.delivery_id = d.id
-        CROSS JOIN notifications n ON n.id = d.notification_id
         LEFT JOIN devices v ON v.id = d.device_id
         LEFT JOIN payloads p ON p.id = d.payload_id
-        WHERE d.notification_id = :notification AND d.id > :after AND o.claimed_by IS NULL AND o.available_at <= :now
+        WHERE n.id = :notification AND d.id > :after AND o.claimed_by IS NULL AND o.available_at <= :now
         ORDER BY d.id
         LIMIT :limit
         """
