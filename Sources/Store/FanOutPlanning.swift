@@ -88,34 +88,50 @@ extension SQLiteStore: FanOutPlans {
         guard limit > 0 else { return [] }
         return try await write("lease deliveries of notification \(notificationID)") { db in
             // The notification's rows (its index, in id order), not the outbox's
-            // claim order: a page of this fan-out only.
-            let ids = try Int64.fetchAll(db, sql: """
-                SELECT d.id FROM deliveries d CROSS JOIN outbox o ON o.delivery_id = d.id
-                WHERE d.notification_id = ? AND d.id > ? AND o.claimed_by IS NULL AND o.available_at <= ?
-                ORDER BY d.id LIMIT ?
-                """, arguments: [notificationID, after, now, limit])
-            guard !ids.isEmpty else { return [] }
-            let list = jsonArray(ids)
-            try db.execute(sql: """
-                UPDATE outbox SET lease_until = ?, claimed_by = ?
-                WHERE delivery_id IN (SELECT value FROM json_each(?))
-                """, arguments: [now + leaseMillis, worker, list])
+            // claim order: a page of this fan-out only, read as a claim reads it.
             var claimed: [ClaimedDelivery] = []
-            claimed.reserveCapacity(ids.count)
+            claimed.reserveCapacity(limit)
             var mapping = ClaimMapping<Row>()
-            let rows = try Row.fetchCursor(db, sql: """
-                SELECT \(Statements.claimedColumns.sqlite)
-                FROM deliveries d
-                CROSS JOIN notifications n ON n.id = d.notification_id
-                LEFT JOIN devices v ON v.id = d.device_id
-                LEFT JOIN payloads p ON p.id = d.payload_id
-                WHERE d.id IN (SELECT value FROM json_each(?))
-                ORDER BY d.id
-                """, arguments: [list])
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: Self.leasePageSQL), arguments: [
+                "notification": notificationID, "after": after, "now": now, "limit": limit])
             while let row = try rows.next() { claimed.append(try mapping.claimed(row)) }
+            guard let first = claimed.first?.id, let last = claimed.last?.id else { return [] }
+            // Under this write lock, the free due rows of the notification from the
+            // page's first id to its last are exactly the page: leased by that id
+            // range (the outbox's key), with no list of ids to pass and parse. Other
+            // notifications' rows in the range (another enqueue between two parts)
+            // are left alone.
+            try db.cachedStatement(sql: Self.leaseRangeSQL).execute(arguments: [
+                "until": now + leaseMillis, "worker": worker, "first": first, "last": last, "now": now,
+                "notification": notificationID])
             return claimed
         }
     }
+
+    /// A page of a fan-out's free due deliveries, as a claim reads them: :notification,
+    /// :after (the last id of the page before), :now, :limit. CROSS JOIN keeps SQLite
+    /// to this order: the notification's row once, then its index of deliveries (in
+    /// id order), not a look-up of the notification by its text key for every row.
+    static let leasePageSQL = """
+        SELECT \(Statements.claimedColumns.sqlite)
+        FROM notifications n
+        CROSS JOIN deliveries d ON d.notification_id = n.id
+        CROSS JOIN outbox o ON o.delivery_id = d.id
+        LEFT JOIN devices v ON v.id = d.device_id
+        LEFT JOIN payloads p ON p.id = d.payload_id
+        WHERE n.id = :notification AND d.id > :after AND o.claimed_by IS NULL AND o.available_at <= :now
+        ORDER BY d.id
+        LIMIT :limit
+        """
+
+    /// The lease of a page read by `leasePageSQL`: :until, :worker, the page's
+    /// :first and :last ids, :now, :notification. A walk of the outbox's key over
+    /// the page's range, each row's notification checked by the deliveries' key.
+    static let leaseRangeSQL = """
+        UPDATE outbox SET lease_until = :until, claimed_by = :worker
+        WHERE delivery_id BETWEEN :first AND :last AND claimed_by IS NULL AND available_at <= :now
+          AND (SELECT notification_id FROM deliveries WHERE id = outbox.delivery_id) = :notification
+        """
 
     public func discardPlan(notificationID: String, markBefore: Int64) async throws(StoreError) -> PlanDiscard {
         try await write("discard the plan of notification \(notificationID)") { db in

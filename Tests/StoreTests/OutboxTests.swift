@@ -159,7 +159,11 @@ import TestSupport
                                                          now: 10, planningUntil: 60_000)
                 parts += 1
                 #expect(try await other.claim(worker: "w2", limit: 1_000, leaseMillis: 1_000, now: 20).isEmpty)
-                #expect(try await other.outboxDepth() == 0)
+                #expect(try await other.outboxDepth() == (parts == 1 ? 0 : 1), "the other notification's only")
+                if parts == 1 {
+                    // Another notification's delivery between two parts (not due before 25).
+                    try await enqueue(store, "between", [(user: "u1001", device: devices[0])], now: 25)
+                }
             }
             #expect(parts == 3)
             #expect(payloads.count == 1, "one payload row for every part")
@@ -168,10 +172,19 @@ import TestSupport
 
             try await store.completeFanOut(notification, held: [], payloads: payloads, now: 10)
             #expect(try await store.scalar("SELECT count(*) FROM notifications WHERE planning_until IS NOT NULL") == 0)
-            #expect(try await other.outboxDepth() == 250)
-            // Another worker's claim took the first two meanwhile: the pages leave them.
+            #expect(try await other.outboxDepth() == 251)
+            // Another worker's claim took the first two meanwhile, and a third worker
+            // holds one amid the first page: the pages leave them. The other
+            // notification's delivery, due now, amid the first page too, is left free.
             let taken = try await other.claim(worker: "w2", limit: 2, leaseMillis: 60_000, now: 20)
             #expect(taken.map(\.delivery.deviceID) == Array(devices.prefix(2)))
+            let amid = try #require(try await store.scalar(
+                "SELECT id FROM deliveries WHERE notification_id = 'p' ORDER BY id LIMIT 1 OFFSET 50"))
+            try await store.execute("UPDATE outbox SET claimed_by = 'w9', lease_until = 50000 WHERE delivery_id = \(amid)")
+            try await store.execute("""
+                UPDATE outbox SET available_at = 10
+                WHERE delivery_id = (SELECT id FROM deliveries WHERE notification_id = 'between')
+                """)
             #expect(try await store.leaseFanOutPage(notificationID: "p", worker: "w", after: 0, limit: 10,
                                                     leaseMillis: 60_000, now: 9).isEmpty, "none due before now")
             var claimed: [ClaimedDelivery] = []
@@ -184,10 +197,12 @@ import TestSupport
                 claimed += page
                 from = last.id
             }
-            #expect(try await other.claim(worker: "w3", limit: 1_000, leaseMillis: 1_000, now: 30).isEmpty,
-                    "every row held")
-            #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by = 'w' AND lease_until = 60020") == 248)
-            #expect(claimed.map(\.delivery.deviceID) == Array(devices.dropFirst(2)))
+            #expect(try await other.claim(worker: "w3", limit: 1_000, leaseMillis: 1_000, now: 30).map(\.notificationID)
+                    == ["between"], "every row of p held")
+            #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by = 'w' AND lease_until = 60020") == 247)
+            #expect(try await store.scalar("SELECT count(*) FROM outbox WHERE claimed_by = 'w9' AND lease_until = 50000") == 1)
+            #expect(claimed.map(\.delivery.deviceID) == Array(devices.dropFirst(2)).filter { $0 != devices[50] })
+            #expect(!claimed.contains { $0.id == amid })
             #expect(claimed.allSatisfy { $0.deviceActive && $0.notificationID == "p" && $0.appType == "staff" })
             #expect(claimed.allSatisfy { $0.delivery.payload == Array(#"{"aps":{"alert":"hi"}}"#.utf8) })
             for c in claimed.prefix(3) + claimed.suffix(3) {
@@ -195,7 +210,23 @@ import TestSupport
             }
             #expect(try await store.finish(worker: "w", claimed.map { delivered($0.id) }, now: 30) == 0)
             #expect(try await other.finish(worker: "w2", taken.map { delivered($0.id) }, now: 30) == 0)
+            #expect(try await store.finish(worker: "w9", [delivered(amid)], now: 30) == 0)
             #expect(try await store.notification(id: "p")?.counts == ["delivered": 250])
+
+            // On SQLite a page is read from the notification's index (its row looked up
+            // once) and leased by the outbox's key over its range: no scan, no sort.
+            if let sqlite = store as? SQLiteStore {
+                let read = try await sqlite.queryPlan(SQLiteStore.leasePageSQL, arguments: [
+                    "notification": "p", "after": 0, "now": 20, "limit": 100])
+                #expect(read.first?.contains("SEARCH n USING INDEX") == true, "the notification once: \(read)")
+                #expect(read.dropFirst().first?.contains(
+                    "SEARCH d USING INDEX deliveries_by_notification (notification_id=? AND rowid>?)") == true, "\(read)")
+                #expect(!read.contains { $0.contains("TEMP B-TREE") }, "\(read)")
+                let lease = try await sqlite.queryPlan(SQLiteStore.leaseRangeSQL, arguments: [
+                    "until": 1, "worker": "w", "first": 1, "last": 100, "now": 20, "notification": "p"])
+                #expect(lease.contains { $0.contains("outbox USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)") }, "\(lease)")
+                #expect(!lease.contains { $0.contains("SCAN") }, "\(lease)")
+            }
         }
     }
 
@@ -548,4 +579,13 @@ func oneEach(_ prefix: String, _ recipients: [Recipient]) -> [NewDelivery] {
                         apnsID: "\(prefix)-\(d.id)", payload: payload)
         }
     }
+}
+
+/// The id lists SQLite's statements take (`json_each`), written digit by digit:
+/// every sign and width, as JSON writes them.
+@Test func idListsAreWrittenAsJSONArrays() {
+    #expect(jsonArray([] as [Int64]) == "[]")
+    #expect(jsonArray([0]) == "[0]")
+    #expect(jsonArray([7, 10, -12, 1_234_567_890_123, .max, .min])
+            == "[7,10,-12,1234567890123,9223372036854775807,-9223372036854775808]")
 }
