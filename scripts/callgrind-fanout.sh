@@ -61,27 +61,7 @@ bash "$root/scripts/gen-pki.sh" "$work/pki" >/dev/null
 . "$root/scripts/lib/server-config.sh"
 . "$root/scripts/lib/server.sh"
 objcopy --strip-debug "$bin/apns-server" "$work/apns-server"
-cat >"$work/drain.c" <<'EOF'
-#include <fcntl.h>
-#include <poll.h>
-#include <stdint.h>
-#include <unistd.h>
-extern int _dispatch_get_main_queue_handle_4CF(void);
-extern void _dispatch_main_queue_callback_4CF(void *msg);
-void dispatch_main(void)
-{
-    int fd = _dispatch_get_main_queue_handle_4CF();
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    for (;;) {
-        uint64_t v;
-        (void)!read(fd, &v, sizeof v);
-        _dispatch_main_queue_callback_4CF(NULL);
-        struct pollfd p = {fd, POLLIN, 0};
-        poll(&p, 1, -1);
-    }
-}
-EOF
-cc -O2 -shared -fPIC -o "$work/drain.so" "$work/drain.c"
+cc -O2 -shared -fPIC -o "$work/drain.so" "$root/scripts/lib/dispatch-main-drain.c"
 
 "$bin/apns-mock" --port 0 --cert "$work/pki/server.crt" --key "$work/pki/server.key" \
   --auth-key "$work/pki/AuthKey_$KEY_ID.p8" --team-id "$TEAM_ID" --topic "$TOPIC" >"$work/mock.out" 2>"$work/mock.err" &

@@ -50,27 +50,7 @@ with open('$work/tokens-$n.txt', 'w') as f:
     f.writelines('cd' * 24 + '%016x\n' % i for i in range(1, $n + 1))"
 done
 
-cat >"$work/drain.c" <<'EOF'
-#include <fcntl.h>
-#include <poll.h>
-#include <stdint.h>
-#include <unistd.h>
-extern int _dispatch_get_main_queue_handle_4CF(void);
-extern void _dispatch_main_queue_callback_4CF(void *msg);
-void dispatch_main(void)
-{
-    int fd = _dispatch_get_main_queue_handle_4CF();
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    for (;;) {
-        uint64_t v;
-        (void)!read(fd, &v, sizeof v);
-        _dispatch_main_queue_callback_4CF(NULL);
-        struct pollfd p = {fd, POLLIN, 0};
-        poll(&p, 1, -1);
-    }
-}
-EOF
-cc -O2 -shared -fPIC -o "$work/drain.so" "$work/drain.c"
+cc -O2 -shared -fPIC -o "$work/drain.so" "$root/scripts/lib/dispatch-main-drain.c"
 objcopy --strip-debug "$bin/apns-send" "$work/apns-send"
 
 . "$root/scripts/lib/mock.sh"

@@ -28,15 +28,8 @@ public struct DeliveryResult: Sendable, Hashable {
 
     public init(token: String, apnsID: String?, uniqueID: String? = nil, status: Int, reason: Reason?,
                 timestamp: Int64? = nil, attempts: Int, latency: Duration = .zero, error: String? = nil) {
-        self.token = token
-        id = apnsID.map { .given($0) } ?? .none
-        self.uniqueID = uniqueID
-        self.status = status
-        self.reason = reason
-        timestampValue = timestamp ?? DeliveryResult.noTimestamp
-        self.attempts = attempts
-        self.latency = latency
-        self.error = error
+        self.init(token: token, id: apnsID.map { .given($0) } ?? .none, uniqueID: uniqueID, status: status,
+                  reason: reason, timestamp: timestamp, attempts: attempts, latency: latency, error: error)
     }
 
     public var isDelivered: Bool { status == 200 }
