@@ -4,6 +4,7 @@
  *
  * Verification is never turned off: the peer must chain to the system's roots or
  * to cfg.ca_file, and its certificate must name the host (DNS name or IP literal).
+ * The system's roots are read when a chain first needs them.
  * With certificate auth (cfg.identity) the context also carries the client
  * certificate, presented when the server asks for one.
  * Errors land in c->error as one line without the endpoint (capns__fail adds it).
@@ -16,6 +17,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
@@ -24,6 +26,33 @@
 #include <unistd.h>
 
 static const unsigned char alpn_h2[] = "\x02h2";
+
+/* The system's roots are added to a context's store at its first miss, not when the
+ * context is made. Parsing the whole system bundle costs more than the rest of a
+ * start, and a chain that ca_file completes (a private CA, a mock) never needs it.
+ * The trust is the same as SSL_CTX_set_default_verify_paths gives: its file and
+ * directory (SSL_CERT_FILE, SSL_CERT_DIR or OpenSSL's built-in paths), on top of
+ * ca_file. A store is used by one sender thread, the one its context belongs to. */
+static int roots_index = -1;   /* the store's ex_data slot: set once its roots are in */
+static pthread_once_t roots_once = PTHREAD_ONCE_INIT;
+
+static void roots_index_init(void)
+{
+    roots_index = X509_STORE_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+}
+
+/* OpenSSL's own issuer lookup; at the store's first miss, the system's roots are
+ * added and the lookup is made again. Returns 1 found, 0 not, -1 an error. */
+static int get_issuer_or_load_roots(X509 **issuer, X509_STORE_CTX *vctx, X509 *x)
+{
+    int found = X509_STORE_CTX_get1_issuer(issuer, vctx, x);
+    X509_STORE *store = X509_STORE_CTX_get0_store(vctx);
+    if (found != 0 || X509_STORE_get_ex_data(store, roots_index))
+        return found;
+    X509_STORE_set_ex_data(store, roots_index, store);   /* once, whatever it finds */
+    X509_STORE_set_default_paths(store);                 /* a missing file or directory is no error */
+    return X509_STORE_CTX_get1_issuer(issuer, vctx, x);
+}
 
 SSL_CTX *h2_tls_ctx_new(const char *ca_file, const capns_identity *identity, char *err, size_t errlen)
 {
@@ -39,7 +68,7 @@ SSL_CTX *h2_tls_ctx_new(const char *ca_file, const capns_identity *identity, cha
     /* HTTP/2 frames delimit themselves: a close without close_notify is a plain EOF. */
     SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
     if (SSL_CTX_set_alpn_protos(ctx, alpn_h2, sizeof alpn_h2 - 1) != 0 ||
-        SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        pthread_once(&roots_once, roots_index_init) != 0 || roots_index < 0) {
         snprintf(err, errlen, "TLS: cannot configure the context");
         SSL_CTX_free(ctx);
         return NULL;
@@ -50,6 +79,7 @@ SSL_CTX *h2_tls_ctx_new(const char *ca_file, const capns_identity *identity, cha
         ERR_clear_error();
         return NULL;
     }
+    X509_STORE_set_get_issuer(SSL_CTX_get_cert_store(ctx), get_issuer_or_load_roots);
     /* Certificate auth: every connection presents the client certificate. */
     if (identity && capns__identity_apply(identity, ctx, err, errlen) != 0) {
         SSL_CTX_free(ctx);

@@ -360,8 +360,8 @@ void capns__curl_apns_defaults(void *easy)
 }
 
 /* The system's bundle as OpenSSL names it (SSL_CERT_FILE, else its built-in path),
- * the file the nghttp2 transport's SSL_CTX_set_default_verify_paths reads, so every
- * curl handle trusts the same roots as it; then ca_file. CURLOPT_CAINFO alone would
+ * the file the nghttp2 transport adds to its store when a chain needs the system's
+ * roots, so every curl handle trusts the same roots as it; then ca_file. CURLOPT_CAINFO alone would
  * replace the system's roots; one blob adds to them. The default CA directory stays
  * curl's own (CURLOPT_CAPATH untouched). */
 bool capns__curl_ca_blob(const char *ca_file, char **blob, size_t *len, char *err, size_t errlen)

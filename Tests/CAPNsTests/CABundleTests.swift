@@ -10,13 +10,14 @@ import Glibc
 
 /// ca_file is trusted "on top of the system's" (capns.h), on both transports. The test
 /// cannot add a CA to the machine's bundle, so it names a process's system bundle the
-/// way OpenSSL lets a process do it, SSL_CERT_FILE (the nghttp2 transport's
-/// SSL_CTX_set_default_verify_paths reads it; the curl transport reads the same file):
-/// a second CA, which signed the mock's certificate here. ca_file (`--cacert`) is the
-/// test CA, which did not. The request must verify through the "system" CA while
-/// ca_file is set: with CURLOPT_CAINFO curl trusted ca_file instead of the system's
-/// bundle and failed. The variable is given to an `apns-send` child only: setting it
-/// in this process raced other tests' process spawns, which copy the environment.
+/// way OpenSSL lets a process do it, SSL_CERT_FILE (the nghttp2 transport reads it
+/// when a chain first needs the system's roots; the curl transport reads the same
+/// file): a second CA, which signed the mock's certificate here. ca_file (`--cacert`)
+/// is the test CA, which did not. The request must verify through the "system" CA
+/// while ca_file is set: with CURLOPT_CAINFO curl trusted ca_file instead of the
+/// system's bundle and failed. The variable is given to an `apns-send` child only:
+/// setting it in this process raced other tests' process spawns, which copy the
+/// environment.
 @Suite struct CABundleTests {
     /// The "system" CA and a mock certificate it signed for 127.0.0.1.
     static let systemSigned: (ca: String, key: String, certificate: String)? = {
@@ -37,7 +38,8 @@ import Glibc
 
     /// `apns-send` with SSL_CERT_FILE naming the stand-in system CA and `--cacert`
     /// the test CA: two tokens to the mock, its records and exit status.
-    static func send(port: UInt16, transport: Transport, systemCA: String) async throws -> ProcessResult {
+    static func send(port: UInt16, transport: Transport, systemCA: String,
+                     timeout: TimeInterval = 60) async throws -> ProcessResult {
         let pki = TestPKI.shared
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("capns-sysca-run-\(UUID())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -50,7 +52,7 @@ import Glibc
             "--topic", pki.topic, "--key", pki.keyPath, "--key-id", pki.keyID, "--team-id", pki.teamID,
             "--endpoint", "https://127.0.0.1:\(port)", "--cacert", pki.caFile,
             "--transport", transport.rawValue, dir + "/payload.json", dir + "/tokens.txt",
-        ], environment: env, timeout: 60)
+        ], environment: env, timeout: timeout)
     }
 
     @Test("A server signed by a system CA verifies while ca_file names another CA", arguments: Transport.allCases)
@@ -74,6 +76,24 @@ import Glibc
         let signed = try #require(Self.systemSigned, "openssl could not make the stand-in system CA")
         let mock = try InProcessMock()
         let result = try await Self.send(port: mock.port, transport: transport, systemCA: signed.ca)
+        _ = await mock.stop()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.split(separator: "\n").count == 2, "\(result.stdout)")
+    }
+
+    /// The nghttp2 transport reads the system's roots when a chain first needs them:
+    /// parsing the whole bundle costs a start more than all the rest of it. Here the
+    /// mock's chain ends at ca_file's CA, and the "system" bundle is a FIFO that no one
+    /// writes: opening it to read blocks until the timeout kills the process.
+    @Test("A chain that ca_file completes never reads the system's bundle")
+    func systemRootsReadOnlyWhenNeeded() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("capns-fifo-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let fifo = dir + "/bundle.pem"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let mock = try InProcessMock()
+        let result = try await Self.send(port: mock.port, transport: .nghttp2, systemCA: fifo, timeout: 30)
         _ = await mock.stop()
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.split(separator: "\n").count == 2, "\(result.stdout)")
