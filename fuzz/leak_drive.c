@@ -4,8 +4,9 @@
  * REQUESTS requests through one transport, with the mock answering a mix of
  * 200, 400 BadDeviceToken, 410 Unregistered, random 429/500 and a GOAWAY every
  * 5000 requests per connection, so error bodies, reconnects and not-processed
- * requests are all on the path. Then both are destroyed; LSan reports at exit
- * whatever was not freed.
+ * requests are all on the path. Then both are destroyed, and a second sender is
+ * destroyed from a task posted to its own thread; LSan reports at exit whatever was
+ * not freed.
  *
  *   leak_drive PKI_DIR REQUESTS h2|curl     (PKI_DIR from scripts/gen-pki.sh)
  *
@@ -120,6 +121,56 @@ static void send_all(capns_sender *s, capns_message *msg, size_t total)
     pthread_mutex_unlock(&lock);
 }
 
+/* A sender destroyed from a task posted to it (capns_sender_post): its thread cannot
+ * be joined, so it frees the sender itself when it ends. Requests are in flight to
+ * the mock meanwhile; their completions are not delivered after the destroy. ASan
+ * sees the free on that thread; LSan sees what it left. */
+static capns_sender *self_destroyed;
+static int posted_after = -2, last_ran;
+
+static void last_task(void *ctx)
+{
+    (void)ctx;
+    pthread_mutex_lock(&lock);
+    last_ran = 1;
+    pthread_cond_signal(&cond);
+    pthread_mutex_unlock(&lock);
+}
+
+static void destroying_task(void *ctx)
+{
+    (void)ctx;
+    capns_sender_destroy(self_destroyed);
+    /* The thread still runs this task, so it takes one more; it runs before the end. */
+    posted_after = capns_sender_post(self_destroyed, last_task, NULL);
+}
+
+static void destroy_from_its_own_thread(capns_sender_config cfg, const char *jwt, capns_message *msg,
+                                        size_t requests)
+{
+    char err[CAPNS_ERR_MAX], token[CAPNS_TOKEN_MAX + 1];
+    self_destroyed = capns_sender_create(&cfg, err, sizeof err);
+    if (!self_destroyed)
+        die("sender", err);
+    capns_sender_set_authorization(self_destroyed, jwt);
+    for (size_t i = 0; i < requests; i++) {
+        token_for(i, token);
+        capns_request r = {.tag = i, .message = msg, .token = token,
+                           .apns_id = "6d4bc9c8-4b6e-4c43-9a8e-2f3a0c9b1d7e"};
+        capns_sender_submit(self_destroyed, &r, 1);
+    }
+    if (capns_sender_post(self_destroyed, destroying_task, NULL) != 0)
+        die("post", "refused while the sender runs");
+    pthread_mutex_lock(&lock);
+    while (!last_ran)
+        pthread_cond_wait(&cond, &lock);
+    pthread_mutex_unlock(&lock);
+    if (posted_after != 0)
+        die("post", "refused from the task that destroyed its sender");
+    /* The thread goes on to free the sender; a moment lets it end before LSan looks. */
+    nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 4) {
@@ -151,6 +202,9 @@ int main(int argc, char **argv)
     capns_sender_stats st;
     capns_sender_get_stats(s, &st);
     capns_sender_destroy(s);
+    size_t done_before = done_count;
+    memset(seen, 0, total ? total : 1);
+    destroy_from_its_own_thread(cfg, jwt, msg, total < 100 ? total : 100);   /* tags within `seen` */
     capns_message_release(msg);
     capns_mock_destroy(mock);
 
@@ -161,5 +215,5 @@ int main(int argc, char **argv)
            statuses[400], statuses[410], statuses[429], statuses[500],
            (unsigned long long)st.connections_opened, (unsigned long long)st.goaways_received, duplicates);
     free(seen);
-    return duplicates || done_count != total ? 1 : 0;
+    return duplicates || done_before != total ? 1 : 0;
 }

@@ -94,6 +94,13 @@ public final class APNsClient: Sendable {
         }
     }
 
+    /// An executor on the sender thread of `environment`'s connection (nil: the
+    /// default), for a caller in this package that consumes a batch there
+    /// (`SenderExecutor` says what its jobs must not do).
+    package func senderExecutor(for environment: Environment? = nil) throws(APNsError) -> any TaskExecutor {
+        SenderExecutor(lane: try dispatcher.lane(for: environment))
+    }
+
     /// Sends each message (its own token, payload, headers and environment) and
     /// streams one result per message, with the message's context, in completion
     /// order. Messages are read only as results are consumed.

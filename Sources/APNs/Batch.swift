@@ -220,6 +220,14 @@ final class Batch<Context: Sendable> {
             fill()
             if readyCount > 0 { continue }
             if inFlight == 0 && pending.isEmpty && inputDone { return nil }
+            // Once cancelled, what is left is answers in flight. A handler would poke at
+            // once, each time, and the loop would spin: on the sender's thread, where a
+            // resumed task goes on without returning to the thread's loop, those answers
+            // would never come.
+            if cancelled {
+                await inbox.wait(isolation: isolation)
+                continue
+            }
             await withTaskCancellationHandler(operation: {
                 await inbox.wait(isolation: isolation)
             }, onCancel: { [inbox] in

@@ -68,6 +68,22 @@ final class Connection: Sendable {
                       : capns_sender_submit(sender, base, requests.count)
     }
 
+    /// Runs `job` on the sender thread (`capns_sender_post`); false once the thread
+    /// has ended. Never after `destroy` (the owner's guard sees to it).
+    func post(_ job: SenderExecutor.Posted) -> Bool {
+        let ctx = Unmanaged.passRetained(job).toOpaque()
+        let posted = capns_sender_post(sender, { ctx in
+            guard let ctx else { return }
+            Unmanaged<SenderExecutor.Posted>.fromOpaque(ctx).takeRetainedValue().run()
+        }, ctx)
+        if posted == 0 { return true }
+        Unmanaged<SenderExecutor.Posted>.fromOpaque(ctx).release()
+        return false
+    }
+
+    /// Whether the calling thread is the sender thread. Never after `destroy`.
+    var isCurrent: Bool { capns_sender_is_current(sender) != 0 }
+
     /// Only under the owner's lock, never after `destroy`.
     func setAuthorization(_ jwt: String) {
         capns_sender_set_authorization(sender, jwt)

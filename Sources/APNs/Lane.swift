@@ -560,6 +560,22 @@ final class Lane: Sendable {
         return taken
     }
 
+    /// Runs `job` on the sender thread, guarded as `transmit` is; false once the
+    /// lane is destroyed or its thread has ended.
+    func post(_ job: SenderExecutor.Posted) -> Bool {
+        submitting.add(1, ordering: .sequentiallyConsistent)
+        defer { submitting.subtract(1, ordering: .sequentiallyConsistent) }
+        guard !cGone.load(ordering: .sequentiallyConsistent) else { return false }
+        return connection.post(job)
+    }
+
+    /// Whether the calling thread is this lane's sender thread (false once destroyed).
+    var isSenderThread: Bool {
+        submitting.add(1, ordering: .sequentiallyConsistent)
+        defer { submitting.subtract(1, ordering: .sequentiallyConsistent) }
+        return !cGone.load(ordering: .sequentiallyConsistent) && connection.isCurrent
+    }
+
     // MARK: - Answers (on the sender thread)
 
     private func complete(_ batch: UnsafeBufferPointer<capns_completion>) {

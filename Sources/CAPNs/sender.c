@@ -344,7 +344,9 @@ void capns__flush(capns_sender *s)
     size_t n = s->batch_len;
     /* Free the room first: the callback may wake a submitter that counts on it. */
     atomic_fetch_sub(&s->outstanding, n);
-    s->cfg.on_complete(s->cfg.ctx, s->batch, n);
+    /* Destroyed from its own thread: the owner is going away, and no one waits. */
+    if (!atomic_load_explicit(&s->free_on_exit, memory_order_acquire))
+        s->cfg.on_complete(s->cfg.ctx, s->batch, n);
     s->batch_len = 0;
 }
 
@@ -417,18 +419,93 @@ void capns__parse_error_body(const char *body, size_t len, capns_completion *c)
     }
 }
 
+/* ---------------------------------------------------------- posted tasks */
+
+struct capns_posted {
+    void (*fn)(void *ctx);
+    void *ctx;
+    struct capns_posted *next;
+};
+
+int capns_sender_post(capns_sender *s, void (*fn)(void *ctx), void *ctx)
+{
+    struct capns_posted *p = malloc(sizeof *p);
+    if (!p)
+        return -1;
+    *p = (struct capns_posted){fn, ctx, NULL};
+    pthread_mutex_lock(&s->posted_lock);
+    bool ended = s->ended;
+    if (!ended) {
+        if (s->posted_tail)
+            s->posted_tail->next = p;
+        else
+            s->posted_head = p;
+        s->posted_tail = p;
+    }
+    pthread_mutex_unlock(&s->posted_lock);
+    if (ended) {
+        free(p);
+        return -1;
+    }
+    s->ops->wake(s->impl);
+    return 0;
+}
+
+int capns_sender_is_current(const capns_sender *s)
+{
+    return pthread_equal(pthread_self(), s->thread) != 0;
+}
+
+/* Takes the list under the lock and runs it outside: a task may post again. */
+static bool run_posted(capns_sender *s, bool end)
+{
+    pthread_mutex_lock(&s->posted_lock);
+    struct capns_posted *p = s->posted_head;
+    s->posted_head = s->posted_tail = NULL;
+    if (end)
+        s->ended = true;
+    pthread_mutex_unlock(&s->posted_lock);
+    bool ran = p != NULL;
+    while (p) {
+        struct capns_posted *next = p->next;
+        p->fn(p->ctx);
+        free(p);
+        p = next;
+    }
+    return ran;
+}
+
+void capns__run_posted(capns_sender *s)
+{
+    run_posted(s, false);
+}
+
 /* --------------------------------------------------------------- thread */
+
+static void free_sender(capns_sender *s);
 
 static void *sender_main(void *arg)
 {
     capns_sender *s = arg;
     s->ops->run(s->impl);
 
-    /* Whatever the transport never took ends here. */
+    /* Whatever the transport never took ends here, and so does what the tasks posted
+     * meanwhile submit; the tasks posted from now on are refused (their poster runs
+     * them elsewhere), and the ones posted before run here, last. */
     capns_queued q;
+    bool more = true;
+    while (more) {
+        while (capns__take(s, &q, 1))
+            capns__fail(s, &q, CAPNS_CANCELLED, "sender shut down before the request was sent");
+        capns__flush(s);
+        more = run_posted(s, false);
+    }
+    run_posted(s, true);
     while (capns__take(s, &q, 1))
         capns__fail(s, &q, CAPNS_CANCELLED, "sender shut down before the request was sent");
     capns__flush(s);
+    if (atomic_load_explicit(&s->free_on_exit, memory_order_acquire))
+        free_sender(s);
     return NULL;
 }
 
@@ -457,6 +534,8 @@ capns_sender *capns_sender_create(const capns_sender_config *cfg, char *err, siz
     s->queue = calloc((size_t)cfg->max_outstanding, sizeof *s->queue);
     s->batch = calloc(BATCH_MAX, sizeof *s->batch);
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->posted_lock, NULL);
+    atomic_init(&s->free_on_exit, false);
     atomic_init(&s->outstanding, 0);
     atomic_init(&s->stopping, false);
     atomic_init(&s->auth_generation, 0);
@@ -475,6 +554,7 @@ capns_sender *capns_sender_create(const capns_sender_config *cfg, char *err, siz
     return s;
 fail:
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->posted_lock);
     capns_identity_release((capns_identity *)s->cfg.identity);
     free((char *)s->cfg.host);
     free((char *)s->cfg.ca_file);
@@ -506,9 +586,22 @@ void capns_sender_destroy(capns_sender *s)
         return;
     atomic_store_explicit(&s->stopping, true, memory_order_release);
     s->ops->wake(s->impl);
+    if (pthread_equal(pthread_self(), s->thread)) {
+        /* A posted task: the loop sees `stopping` once the task returns, and the
+         * thread frees the sender when it ends. */
+        atomic_store_explicit(&s->free_on_exit, true, memory_order_release);
+        pthread_detach(s->thread);
+        return;
+    }
     pthread_join(s->thread, NULL);
+    free_sender(s);
+}
+
+static void free_sender(capns_sender *s)
+{
     s->ops->destroy(s->impl);
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->posted_lock);
     capns_identity_release((capns_identity *)s->cfg.identity);
     free((char *)s->cfg.host);
     free((char *)s->cfg.ca_file);

@@ -82,6 +82,13 @@ struct capns_sender {
     size_t batch_len;
 
     capns_sender_stats stats;       /* updated with CAPNS_STAT_* */
+
+    /* capns_sender_post's tasks, run by capns__run_posted; `ended` once the thread
+     * stops taking them. `free_on_exit`: destroyed from its own thread. */
+    pthread_mutex_t posted_lock;
+    struct capns_posted *posted_head, *posted_tail;
+    bool ended;
+    atomic_bool free_on_exit;
 };
 
 #define CAPNS_STAT_ADD(s, field, n) __atomic_fetch_add(&(s)->stats.field, (n), __ATOMIC_RELAXED)
@@ -121,6 +128,10 @@ capns_completion *capns__fail(capns_sender *s, capns_queued *q, capns_outcome ou
 
 /* Hands the buffered completions to the callback. Call once per loop iteration. */
 void capns__flush(capns_sender *s);
+
+/* Runs the tasks posted so far (capns_sender_post), after capns__flush: once per loop
+ * iteration. A task posted meanwhile waits for the next one (the post woke the loop). */
+void capns__run_posted(capns_sender *s);
 
 /* Parses an APNs error body {"reason":"...","timestamp":N} into c. */
 void capns__parse_error_body(const char *body, size_t len, capns_completion *c);

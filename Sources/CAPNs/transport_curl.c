@@ -810,6 +810,7 @@ static void curl_run(void *impl)
         curl_multi_perform(t->multi, &running);
         reap(t);
         capns__flush(s);
+        capns__run_posted(s);
         /* Not warm, one request at a time: when it failed (no connection: a refusing
          * proxy, a dead endpoint) the next one goes now, not after a whole idle poll,
          * or a queue of them would run into their deadlines one poll apart. */

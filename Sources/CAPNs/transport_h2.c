@@ -612,6 +612,7 @@ static void h2_run(void *impl)
         reap(t);
         ensure_connections(t);
         capns__flush(t->s);
+        capns__run_posted(t->s);
     }
     shutdown_all(t);
 }

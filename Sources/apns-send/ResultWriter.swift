@@ -17,6 +17,9 @@ final class ResultWriter: Sendable {
     let format: OutputFormat
     /// Where records go, for messages ("stdout" or the path).
     let name: String
+    /// Its writes never wait on a reader: a regular file or /dev/null, not a pipe, a
+    /// socket or a terminal.
+    let neverWaits: Bool
     private let fd: Int32
     private let ownsFD: Bool
     private let state = Mutex(State())
@@ -41,11 +44,19 @@ final class ResultWriter: Sendable {
             name = "stdout"
         }
         self.format = format
+        neverWaits = ResultWriter.neverWaits(fd)
         timer = DispatchSource.makeTimerSource(queue: .global())
         if needsHeader { state.withLock { $0.buffer = layout.csvHeader } }
         timer.schedule(deadline: .now() + 1, repeating: 1)
         timer.setEventHandler { [weak self] in self?.flush() }
         timer.resume()
+    }
+
+    private static func neverWaits(_ fd: Int32) -> Bool {
+        var st = stat(), null = stat()
+        guard fstat(fd, &st) == 0 else { return false }
+        if st.st_mode & S_IFMT == S_IFREG { return true }
+        return st.st_mode & S_IFMT == S_IFCHR && stat("/dev/null", &null) == 0 && st.st_rdev == null.st_rdev
     }
 
     /// `context`: a message's line and id (`--messages` runs), nil for a token's record.

@@ -33,8 +33,15 @@ struct SendRun {
             return await DryRun(settings: settings, client: client).run(tokens: tokens, writer: writer, notification: notification)
         }
         let progress = Stderr.isTerminal ? makeProgress(client: client, reader: tokens.reader) : nil
+        // Nothing the loop does can wait on someone else: it runs with the answers.
+        let executor: any TaskExecutor
+        if tokens.reader.size != nil, writer.neverWaits, progress == nil, let sender = try? client.senderExecutor() {
+            executor = sender
+        } else {
+            executor = IOExecutor()
+        }
         nonisolated(unsafe) let input = tokens   // handed to the send task, not used here again
-        let outcome = await interruptible(reading: "tokens") {
+        let outcome = await interruptible(reading: "tokens", on: executor) {
             let tokens = input
             var outcome = Outcome()
             var results = client.send(notification, nextToken: { tokens.next() }).makeAsyncIterator()
@@ -84,7 +91,7 @@ struct SendRun {
             progress?.count(delivered: false)
         }
         nonisolated(unsafe) let input = lines   // handed to the send task, not used here again
-        var outcome = await interruptible(reading: "messages") {
+        var outcome = await interruptible(reading: "messages", on: IOExecutor()) {
             let lines = input
             var outcome = Outcome()
             for await r in client.send(lines) as MessageResults<LineContext> {
@@ -140,10 +147,12 @@ struct SendRun {
         var elapsed: Duration = .zero
     }
 
-    /// Runs the send loop on its own thread (`IOExecutor`); SIGINT or SIGTERM cancels
-    /// it, after which the library stops reading input and returns the results of
-    /// the requests in flight.
-    private func interruptible(reading what: String,
+    /// Runs the send loop on `executor`: the sender's thread, with the answers, when
+    /// none of its reads and writes can wait on someone else (a pipe's reader, a
+    /// terminal), else a thread of its own (`IOExecutor`), never the cooperative pool.
+    /// SIGINT or SIGTERM cancels it, after which the library stops reading input and
+    /// returns the results of the requests in flight.
+    private func interruptible(reading what: String, on executor: any TaskExecutor,
                                _ body: @escaping @Sendable () async -> Outcome) async -> Outcome {
         let interrupted = Atomic<Bool>(false)
         // Handlers first: a signal that came before them would be lost (SIG_IGN) or fatal.
@@ -155,7 +164,7 @@ struct SendRun {
             running.withLock { $0?.cancel() }
         }
         let task = Task {
-            await withTaskExecutorPreference(IOExecutor()) {
+            await withTaskExecutorPreference(executor) {
                 let start = ContinuousClock.now
                 var outcome = await body()
                 outcome.elapsed = ContinuousClock.now - start

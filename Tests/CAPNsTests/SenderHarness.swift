@@ -246,6 +246,30 @@ final class TestSender: @unchecked Sendable {
         return s
     }
 
+    /// capns_sender_post with a closure: 0, or -1 when refused (the closure is dropped).
+    func post(_ body: @escaping @Sendable () -> Void) -> Int32 {
+        let ctx = Unmanaged.passRetained(PostedClosure(body)).toOpaque()
+        let posted = capns_sender_post(sender, { ctx in
+            Unmanaged<PostedClosure>.fromOpaque(ctx!).takeRetainedValue().body()
+        }, ctx)
+        if posted != 0 { Unmanaged<PostedClosure>.fromOpaque(ctx).release() }
+        return posted
+    }
+
+    /// Whether the calling thread is the sender thread.
+    var isCurrent: Bool { capns_sender_is_current(sender) != 0 }
+
+    /// Destroys the sender from a task posted to it, which returns at once; the thread
+    /// then ends and frees it by itself. Nothing may use the sender afterwards.
+    func destroyFromItsOwnThread(then body: @escaping @Sendable (_ postedAfter: Int32) -> Void) -> Int32 {
+        destroyed = true
+        return post { [self] in
+            capns_sender_destroy(self.sender)
+            // The thread still runs this task, so it still takes posts; they run before it ends.
+            body(self.post { })
+        }
+    }
+
     /// Stops the sender; blocks on its thread, so it runs off the cooperative pool.
     func destroy() async {
         guard !destroyed else { return }
@@ -299,3 +323,8 @@ func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) 
     return s.withCString { body($0) }
 }
 
+/// A closure crossing capns_sender_post's C boundary.
+private final class PostedClosure {
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+}

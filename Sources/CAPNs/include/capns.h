@@ -253,8 +253,21 @@ size_t capns_sender_resubmit(capns_sender *s, const capns_request *reqs, size_t 
 void capns_sender_get_stats(capns_sender *s, capns_sender_stats *out);
 
 /* Stops the thread. Requests not yet answered complete as CANCELLED through the
- * callback before this returns. Callers wanting a drain wait for completions first. */
+ * callback before this returns. Callers wanting a drain wait for completions first.
+ * Called on the sender thread itself (from a posted task), it cannot wait for that
+ * thread: the thread stops once the task returns, delivers no more completions (their
+ * owner is going away; a drain must come first) and frees the sender itself. */
 void capns_sender_destroy(capns_sender *s);
+
+/* Runs fn(ctx) on the sender thread, once per post, in the order posted, after that
+ * turn's completions were delivered: a caller that consumes completions can run
+ * there, and the answers, its work and the next submits share one thread. From any
+ * thread, the sender's own included. Returns 0, or -1 once the thread has ended (fn
+ * is then not called). A task must not block for long: the connections wait. */
+int capns_sender_post(capns_sender *s, void (*fn)(void *ctx), void *ctx);
+
+/* 1 when the calling thread is s's sender thread, else 0. */
+int capns_sender_is_current(const capns_sender *s);
 
 /* ------------------------------------ broadcast channel management (iOS 18) */
 
