@@ -23,22 +23,12 @@ for dir in "$a" "$b"; do
 done
 [ -x "$a/apns-mock" ] || { echo "bench-ab: no apns-mock in $a" >&2; exit 2; }
 
+. "$root/scripts/lib/mock.sh"
 work=$(mktemp -d /tmp/apns-bench-ab.XXXXXX)
 mock=
-cleanup() {
-  [ -n "$mock" ] && kill -INT "$mock" 2>/dev/null && wait "$mock" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap 'test_mock_cleanup "$work"' EXIT
 
-bash "$root/scripts/gen-pki.sh" "$work/pki" >/dev/null
-. "$work/pki/ids.env"
-. "$root/scripts/lib/mock.sh"
-"$a/apns-mock" --port 0 --cert "$work/pki/server.crt" --key "$work/pki/server.key" \
-  --auth-key "$work/pki/AuthKey_$KEY_ID.p8" --team-id "$TEAM_ID" --topic "$TOPIC" \
-  >"$work/mock.out" 2>"$work/mock.err" &
-mock=$!
-port=$(mock_port "$work/mock.out" "$work/mock.err" "$mock")
+start_test_mock "$a/apns-mock" "$work"
 
 mock_cpu() { awk '{print $14 + $15}' "/proc/$mock/stat"; }   # clock ticks, user + sys
 
