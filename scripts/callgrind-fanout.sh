@@ -38,12 +38,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "${1:-$root/.build/release}" && pwd)
 n1=${N1:-10000} n2=${N2:-30000}
-for tool in valgrind callgrind_annotate objcopy cc python3 curl openssl; do
-  command -v "$tool" >/dev/null || { echo "callgrind-fanout: $tool not found" >&2; exit 2; }
-done
-for b in apns-server apns-mock; do
-  [ -x "$bin/$b" ] || { echo "callgrind-fanout: no $bin/$b (swift build -c release --product $b)" >&2; exit 2; }
-done
+. "$(dirname "$0")/lib/require.sh"
+need_tools callgrind-fanout valgrind callgrind_annotate objcopy cc python3 curl openssl
+need_binaries callgrind-fanout "$bin" apns-server apns-mock
 
 work=$(mktemp -d /tmp/callgrind-fanout.XXXXXX)
 mock= server=

@@ -22,12 +22,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "${1:-$root/.build/release}" && pwd)
 n1=${N1:-20000} n2=${N2:-50000}
-for tool in valgrind callgrind_annotate objcopy cc python3; do
-  command -v "$tool" >/dev/null || { echo "callgrind-send: $tool not found" >&2; exit 2; }
-done
-for b in apns-send apns-mock; do
-  [ -x "$bin/$b" ] || { echo "callgrind-send: no $bin/$b (swift build -c release --product $b)" >&2; exit 2; }
-done
+. "$(dirname "$0")/lib/require.sh"
+need_tools callgrind-send valgrind callgrind_annotate objcopy cc python3
+need_binaries callgrind-send "$bin" apns-send apns-mock
 
 work=$(mktemp -d /tmp/callgrind-send.XXXXXX)
 mock=

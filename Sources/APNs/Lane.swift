@@ -547,33 +547,34 @@ final class Lane: Sendable {
         fx.run()
     }
 
-    /// The one C submit, outside the lock. `destroy` raises `cGone` and then waits for
-    /// `submitting` to reach 0, while a submit raises `submitting` and then reads
-    /// `cGone` (both sequentially consistent): one of the two sees the other, so no
-    /// submit reaches a freed sender. Returns how many the transport took.
-    private func transmit(_ requests: UnsafeBufferPointer<capns_request>, resend: Bool) -> Int {
+    /// A call into the C sender, or `gone` once it may be freed. `destroy` raises
+    /// `cGone` and then waits for `submitting` to reach 0, while a call raises
+    /// `submitting` and then reads `cGone` (both sequentially consistent): one of the
+    /// two sees the other, so no call reaches a freed sender.
+    @inline(__always)
+    private func callingC<T>(orIfGone gone: T, _ body: () -> T) -> T {
         submitting.add(1, ordering: .sequentiallyConsistent)
         defer { submitting.subtract(1, ordering: .sequentiallyConsistent) }
-        guard !cGone.load(ordering: .sequentiallyConsistent) else { return 0 }
-        let taken = connection.submit(requests, resend: resend)
+        guard !cGone.load(ordering: .sequentiallyConsistent) else { return gone }
+        return body()
+    }
+
+    /// The one C submit, outside the lock. Returns how many the transport took.
+    private func transmit(_ requests: UnsafeBufferPointer<capns_request>, resend: Bool) -> Int {
+        let taken = callingC(orIfGone: 0) { connection.submit(requests, resend: resend) }
         metrics.sent.increment(by: Int64(taken))
         return taken
     }
 
-    /// Runs `job` on the sender thread, guarded as `transmit` is; false once the
-    /// lane is destroyed or its thread has ended.
+    /// Runs `job` on the sender thread; false once the lane is destroyed or its
+    /// thread has ended.
     func post(_ job: SenderExecutor.Posted) -> Bool {
-        submitting.add(1, ordering: .sequentiallyConsistent)
-        defer { submitting.subtract(1, ordering: .sequentiallyConsistent) }
-        guard !cGone.load(ordering: .sequentiallyConsistent) else { return false }
-        return connection.post(job)
+        callingC(orIfGone: false) { connection.post(job) }
     }
 
     /// Whether the calling thread is this lane's sender thread (false once destroyed).
     var isSenderThread: Bool {
-        submitting.add(1, ordering: .sequentiallyConsistent)
-        defer { submitting.subtract(1, ordering: .sequentiallyConsistent) }
-        return !cGone.load(ordering: .sequentiallyConsistent) && connection.isCurrent
+        callingC(orIfGone: false) { connection.isCurrent }
     }
 
     // MARK: - Answers (on the sender thread)

@@ -489,21 +489,21 @@ static void *sender_main(void *arg)
     capns_sender *s = arg;
     s->ops->run(s->impl);
 
-    /* Whatever the transport never took ends here, and so does what the tasks posted
-     * meanwhile submit; the tasks posted from now on are refused (their poster runs
-     * them elsewhere), and the ones posted before run here, last. */
+    /* Whatever the transport never took ends here, and so does what posted tasks
+     * submit meanwhile. Tasks run until none is left; then the list closes: later
+     * posts are refused, and their posters run them elsewhere. */
     capns_queued q;
-    bool more = true;
-    while (more) {
+    for (bool ended = false;;) {
         while (capns__take(s, &q, 1))
             capns__fail(s, &q, CAPNS_CANCELLED, "sender shut down before the request was sent");
         capns__flush(s);
-        more = run_posted(s, false);
+        if (ended)
+            break;
+        if (!run_posted(s, false)) {
+            run_posted(s, true);    /* closes it, running what came in since */
+            ended = true;
+        }
     }
-    run_posted(s, true);
-    while (capns__take(s, &q, 1))
-        capns__fail(s, &q, CAPNS_CANCELLED, "sender shut down before the request was sent");
-    capns__flush(s);
     if (atomic_load_explicit(&s->free_on_exit, memory_order_acquire))
         free_sender(s);
     return NULL;
