@@ -57,6 +57,9 @@ public struct MockConfiguration: Sendable {
     public var tokenUpdateInterval: Duration = .seconds(20 * 60)
     /// Accept, handshake, read requests, never answer.
     public var stall = false
+    /// Answer the first N requests (all connections together), then stall: a server
+    /// that stops answering mid-run, its client left holding what it sent.
+    public var stallAfter: Int?
     /// Never acknowledge a client's PING, while answering requests as usual.
     public var noPingAck = false
     /// The first valid provider token the mock sees runs out after this many requests

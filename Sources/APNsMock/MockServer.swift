@@ -170,6 +170,7 @@ public final class MockServer: Sendable {
         cfg.token_update_interval_s = c.tokenUpdateInterval <= .zero
             ? -1 : max(1, microseconds(c.tokenUpdateInterval) / 1_000_000)
         cfg.stall = c.stall ? 1 : 0
+        cfg.stall_after = UInt64(clamping: c.stallAfter ?? 0)
         cfg.no_ping_ack = c.noPingAck ? 1 : 0
         cfg.expire_first_token = c.expireFirstProviderTokenAfter == nil ? 0 : 1
         cfg.expire_first_token_after = UInt64(clamping: c.expireFirstProviderTokenAfter ?? 0)

@@ -682,7 +682,10 @@ static void request_done(mock_conn *c, mock_stream *s)
         c->reset_pending = true;
         return;
     }
-    if (cfg->stall) {
+    bool stalled = cfg->stall ||
+        (cfg->stall_after &&
+         atomic_fetch_add_explicit(&m->received, 1, memory_order_relaxed) >= cfg->stall_after);
+    if (stalled) {
         if (cfg->record_cap)
             record_request(c, s, NULL);
         return;

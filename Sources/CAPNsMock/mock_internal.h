@@ -364,6 +364,7 @@ struct capns_mock {
     mock_channels channels;     /* broadcast channels, channels.c */
     bool first_token_marked;    /* under jwts.lock */
     atomic_uint_fast64_t first_token_uses;
+    atomic_uint_fast64_t received;   /* whole requests so far, for stall_after */
     mock_counters counters;
     nghttp2_session_callbacks *callbacks;
     nghttp2_option *h2_options;

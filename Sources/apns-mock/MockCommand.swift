@@ -68,6 +68,8 @@ struct MockCommand: ParsableCommand {
     var tokenUpdateInterval = "20m"
     @Flag(help: "Accept, handshake and read requests, but never answer.")
     var stall = false
+    @Option(help: "Answer the first N requests (all connections together), then never answer again.")
+    var stallAfter: Int?
     @Flag(help: "Never acknowledge a client's PING (requests are still answered).")
     var noPingAck = false
     @Option(name: .customLong("clock-offset"),
@@ -142,6 +144,9 @@ struct MockCommand: ParsableCommand {
             }
         }
         if let fail { c.failureRates = try Self.parseRates(fail) }
+        for (flag, value) in [("--goaway-after", goawayAfter), ("--reset-after", resetAfter), ("--stall-after", stallAfter)] {
+            if let value, value < 1 { throw ValidationError("\(flag) wants a count of at least 1, got \(value)") }
+        }
         c.goawayAfter = goawayAfter
         c.resetAfter = resetAfter
         if let drop = settingsDropAfter {
@@ -155,6 +160,7 @@ struct MockCommand: ParsableCommand {
         if let idle500After { c.idle500After = try Self.duration(idle500After, "--idle-500-after") }
         c.tokenUpdateInterval = try Self.duration(tokenUpdateInterval, "--token-update-interval")
         c.stall = stall
+        c.stallAfter = stallAfter
         c.noPingAck = noPingAck
         c.threads = threads
         c.seed = seed

@@ -157,6 +157,20 @@ import TestSupport
         #expect(s.requests == 0)
     }
 
+    @Test("Stall after N: the first N requests are answered, later ones are read, kept and never answered")
+    func stallAfter() async throws {
+        let mock = try Fixture.mock { $0.stallAfter = 2; $0.recordRequests = true }
+        let (answers, status) = await offPool { curl(mock.port, Array(repeating: Request(), count: 3), extra: ["--max-time", "1"]) }
+        #expect(answers.map(\.status) == [200, 200])
+        #expect(status == 28)   // curl: operation timed out
+        #expect(mock.statistics().requests == 2)
+        #expect(mock.recordedRequests().map(\.status) == [200, 200, 0])
+        // The count is the whole mock's: a new connection's first request stalls too.
+        let (later, _) = await offPool { curl(mock.port, [Request()], extra: ["--max-time", "1"]) }
+        #expect(later.isEmpty)
+        #expect(mock.recordedRequests().count == 4)
+    }
+
     @Test("Idle timeout: GOAWAY, then the connection is closed")
     func idleTimeout() throws {
         let mock = try Fixture.mock { $0.idleTimeout = .milliseconds(300) }

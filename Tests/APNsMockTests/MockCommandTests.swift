@@ -13,7 +13,7 @@ import TestSupport
         for option in ["--host", "--port", "--allow-non-loopback", "--cert", "--key", "--auth-key", "--team-id",
                        "--topic", "--max-streams", "--initial-streams", "--unregistered", "--latency", "--fail", "--goaway-after",
                        "--reset-after", "--settings-drop-after", "--idle-timeout", "--idle-500-after",
-                       "--token-update-interval", "--stall", "--no-ping-ack", "--key-team", "--key-environment", "--key-topics", "--sandbox", "--stats", "--threads", "--seed"] {
+                       "--token-update-interval", "--stall", "--stall-after", "--no-ping-ack", "--key-team", "--key-environment", "--key-topics", "--sandbox", "--stats", "--threads", "--seed"] {
             #expect(r.stdout.contains(option), "help lacks \(option)")
         }
     }
@@ -55,6 +55,14 @@ import TestSupport
         await offPool { process.waitUntilExit() }
         #expect(process.terminationStatus == 0)
         #expect(try String(contentsOfFile: stats, encoding: .utf8).contains(#""Unregistered":1"#))
+    }
+
+    @Test("A fault count below 1 is refused, naming the option", arguments: ["--goaway-after", "--reset-after", "--stall-after"])
+    func faultCountsStartAtOne(_ option: String) {
+        let pki = Fixture.pki
+        let r = runSync(binary, [option, "0", "--port", "0", "--cert", pki.serverCertificate, "--key", pki.serverKey])
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("\(option) wants a count of at least 1, got 0"))
     }
 
     @Test("Refuses a non-loopback address with one clear line and exit 2")

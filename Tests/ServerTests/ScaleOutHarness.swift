@@ -27,14 +27,15 @@ final class ScaleOut: @unchecked Sendable {
     /// shared one, and race to migrate it as they would in production.
     let ownsCluster: Bool
 
+    /// `tweak` sets up each instance's mock, given the instance's index.
     init(instances: Int, options: ServerProcess.Options = ServerProcess.Options(),
          ownCluster: Bool = false,
-         mock tweak: (inout MockConfiguration) -> Void = { _ in }) async throws {
+         mock tweak: (Int, inout MockConfiguration) -> Void = { _, _ in }) async throws {
         ownsCluster = ownCluster
         cluster = ownCluster ? try await PostgresCluster.make() : try await PostgresCluster.shared()
         do {
             url = try await cluster.newDatabase()
-            mocks = try (0..<instances).map { _ in try Harness.mock(sandbox: false, tweak) }
+            mocks = try (0..<instances).map { i in try Harness.mock(sandbox: false) { tweak(i, &$0) } }
         } catch {
             if ownCluster { cluster.stop() }
             throw error
@@ -51,7 +52,7 @@ final class ScaleOut: @unchecked Sendable {
     @discardableResult
     static func run(instances: Int, options: ServerProcess.Options = ServerProcess.Options(),
                     ownCluster: Bool = false,
-                    mock tweak: (inout MockConfiguration) -> Void = { _ in },
+                    mock tweak: (Int, inout MockConfiguration) -> Void = { _, _ in },
                     _ body: (ScaleOut) async throws -> Void) async throws -> [Int32] {
         let scale = try await ScaleOut(instances: instances, options: options, ownCluster: ownCluster, mock: tweak)
         do {

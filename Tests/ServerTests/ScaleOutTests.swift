@@ -8,29 +8,37 @@ import TestSupport
 /// cluster, against the real mock. One test at a time: each runs three servers and
 /// a database on a machine that is loaded already.
 @Suite(.serialized) struct ScaleOutTests {
-    /// Three instances, 20,000 deliveries, one instance SIGKILLed mid-run: the
+    /// Three instances, one of them SIGKILLed mid-run while it holds deliveries it
+    /// sent and never had answers to (its APNs stops answering after its 100th
+    /// request, so it holds them however late the test gets to the kill): the
     /// survivors send what it held once its lease has run out (with the same
     /// apns-ids), every delivery ends in exactly one final entry, and no apns-id goes
     /// out on two instances within a lease.
     @Test func threeInstancesSurviveOneKilled() async throws {
-        // Enough that the victim dies mid-run (after its 500th send, with most of the
-        // run still to go); the soak's size under `make soak`.
+        // Most of the run is still to go when the victim stalls; the soak's size
+        // under `make soak`.
         let count = ProcessInfo.processInfo.environment["APNS_SOAK"] == "1" ? 20_000 : 5_000
         let lease = 10
+        let victim = 1
+        let answered = 100
         var options = ServerProcess.Options()
         options.leaseSeconds = lease
         // Small claims, so that the work spreads over the three and each holds some
         // when one dies.
         options.batchSize = 200
-        let statuses = try await ScaleOut.run(instances: 3, options: options, mock: { $0.latency = .milliseconds(20) }) { scale in
+        let statuses = try await ScaleOut.run(instances: 3, options: options, mock: { instance, mock in
+            mock.latency = .milliseconds(20)
+            if instance == victim { mock.stallAfter = answered }
+        }) { scale in
             _ = try await scale.seed(count, seed: 1100)
             let id = try await scale.notifyCompany(through: scale.servers[0])
-            let victim = 1
-            try await scale.wait("the victim's first 500 sends") { scale.mocks[victim].statistics().requests >= 500 }
+            try await scale.wait("the victim holding sends never answered") {
+                scale.mocks[victim].recordedRequests().count > answered
+            }
             await scale.servers[victim].stop(SIGKILL)
             let killedAt = ScaleOut.monotonicNow()
             let depthAtKill = try await scale.store.outboxDepth()
-            #expect(depthAtKill > 0, "killed mid-run, with deliveries still pending")
+            #expect(depthAtKill > 0, "killed holding deliveries")
             try await scale.drained()
 
             let (log, counts) = try await scale.log(id)
@@ -69,6 +77,11 @@ import TestSupport
                 }
             }
             #expect(resent > 0, "the victim held sent-but-unrecorded deliveries, finished by the survivors")
+            let unanswered = Set(scale.mocks[victim].recordedRequests().filter { $0.status == 0 }
+                .compactMap { $0.header("apns-id")?.lowercased() })
+            let survivors = sends.indices.filter { $0 != victim }.reduce(into: Set<String>()) { $0.formUnion(sends[$1].keys) }
+            #expect(!unanswered.isEmpty && unanswered.isSubset(of: survivors),
+                    "every send the victim never had an answer to went out again on a survivor")
             #expect(log.filter { sends[victim][$0.apnsID.lowercased()] != nil }.count >= resent)
         }
         #expect(statuses == [0, 0], "the survivors drained and exited 0 on SIGTERM")
@@ -102,7 +115,7 @@ import TestSupport
         options.batchSize = 200
         // A cluster of its own: the restart would cut every other test's connections.
         let statuses = try await ScaleOut.run(instances: 2, options: options, ownCluster: true,
-                                              mock: { $0.latency = .milliseconds(20) }) { scale in
+                                              mock: { $1.latency = .milliseconds(20) }) { scale in
             _ = try await scale.seed(count, seed: 1300)
             let id = try await scale.notifyCompany(through: scale.servers[0])
             try await scale.wait("1,000 sends before the restart") { scale.requestsReceived >= 1000 }

@@ -13,7 +13,10 @@
  * else may be called from any thread at any time between start and destroy.
  *
  * How a request is judged, first match wins:
- *   1. stall mode: read, never answer.
+ *   1. stall mode: read, never answer. With stall_after N, the mock answers
+ *      its first N requests (all connections together, in the order they
+ *      were received) and stalls from the next one on: a server that stops
+ *      answering mid-run, its client holding what it sent.
  *   2. 405 MethodNotAllowed   method other than POST.
  *   3. 404 BadPath            path not under /3/device/.
  *   4. 400 MissingDeviceToken /3/device/ with nothing after it.
@@ -193,6 +196,7 @@ typedef struct {
     int64_t idle_500_after_ms;  /* 0 = off: the "500 after long idle" quirk */
     int64_t token_update_interval_s;  /* 0 = 1200 (20 minutes); < 0 = no limit */
     int stall;                  /* accept, handshake, read requests, never answer */
+    uint64_t stall_after;       /* 0 = off; else stall once N requests were judged */
     int expire_first_token;     /* see "expire_first_token" above */
     uint64_t expire_first_token_after;
     size_t record_cap;          /* requests kept for capns_mock_record_get; 0 = none */

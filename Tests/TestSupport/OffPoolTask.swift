@@ -1,0 +1,24 @@
+import Dispatch
+
+/// Runs async work with its jobs on a serial queue of its own instead of the
+/// cooperative pool (a task executor preference): every `await` in it, a store's
+/// query, a sleep, resumes there.
+///
+/// For a watch that must see a short-lived state and act on it at once: the pool
+/// is shared by every test and has one thread per core, so other tests' blocking
+/// calls can hold it for seconds, longer than the state lasts. `offPool` is for
+/// blocking work; this is for async work that cannot wait for the pool.
+public func offPoolTask<T: Sendable>(_ work: () async throws -> T) async rethrows -> T {
+    try await withTaskExecutorPreference(OwnQueueExecutor()) { try await work() }
+}
+
+private final class OwnQueueExecutor: TaskExecutor {
+    // A serial queue of one's own is overcommitting: Dispatch gives it a thread
+    // when it has work, however busy its other threads are.
+    private let queue = DispatchQueue(label: "tests.off-pool-task")
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
