@@ -73,10 +73,19 @@ typedef struct {
 
 typedef struct mock_token_entry mock_token_entry;
 
+typedef struct mock_token_block mock_token_block;
+
+/* The entry's hash beside it: a probe passes other tokens without reading them. */
+typedef struct {
+    uint64_t hash;
+    mock_token_entry *entry;    /* NULL: empty */
+} mock_token_slot;
+
 typedef struct {
     pthread_mutex_t lock;
-    mock_token_entry **slots;   /* open addressing, power of two */
+    mock_token_slot *slots;     /* open addressing, power of two */
     size_t cap, used, limit;    /* limit: most entries counted */
+    mock_token_block *blocks;   /* where the entries live, freed together */
 } mock_token_table;
 
 int mock__tokens_init(mock_token_table *t, size_t limit);

@@ -8,9 +8,15 @@
  * and read-only after, so only the attempt count changes while serving. Past
  * `limit` distinct tokens, new tokens are no longer counted (memory stays
  * bounded under a benchmark that sends millions of distinct tokens).
+ *
+ * A load test brings a new token with almost every request, so a miss is the
+ * common case and must stay cheap: each slot keeps its entry's hash, so a probe
+ * reads another token's entry only when the hashes match, and growing never
+ * reads an entry at all; entries are cut from blocks, not allocated one by one.
  */
 #include "mock_internal.h"
 
+#include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,58 +31,107 @@ struct mock_token_entry {
     char token[];
 };
 
+/* Entries are never freed one by one: a block is used up front to back, and
+ * every block goes with the table. */
+struct mock_token_block {
+    struct mock_token_block *next;
+    size_t used, cap;
+    alignas(max_align_t) unsigned char bytes[];
+};
+
+enum { TOKEN_BLOCK_BYTES = 64 * 1024 };
+
+/* A word at a time (tokens are 64 to 200 characters); the mixing of each word
+ * spreads hex digits, which differ only in their low bits, over the index. */
 static uint64_t hash_token(const char *s, size_t len)
 {
-    uint64_t h = 1469598103934665603ull;       /* FNV-1a */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-    return h;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ len;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s + i, len - i);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
 }
 
-static mock_token_entry **slot_for(mock_token_table *t, const char *token, size_t len)
+static mock_token_slot *slot_for(mock_token_table *t, uint64_t hash, const char *token, size_t len)
 {
     size_t mask = t->cap - 1;
-    for (size_t i = hash_token(token, len) & mask;; i = (i + 1) & mask) {
-        mock_token_entry *e = t->slots[i];
-        if (!e || (e->len == len && memcmp(e->token, token, len) == 0))
-            return &t->slots[i];
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+        mock_token_slot *slot = &t->slots[i];
+        if (!slot->entry || (slot->hash == hash && slot->entry->len == len &&
+                             memcmp(slot->entry->token, token, len) == 0))
+            return slot;
     }
 }
 
 static bool grow(mock_token_table *t)
 {
     size_t old_cap = t->cap;
-    mock_token_entry **old = t->slots;
-    mock_token_entry **slots = calloc(old_cap * 2, sizeof *slots);
+    mock_token_slot *old = t->slots;
+    mock_token_slot *slots = calloc(old_cap * 2, sizeof *slots);
     if (!slots)
         return false;
     t->slots = slots;
     t->cap = old_cap * 2;
-    for (size_t i = 0; i < old_cap; i++)
-        if (old[i])
-            *slot_for(t, old[i]->token, old[i]->len) = old[i];
+    size_t mask = t->cap - 1;
+    for (size_t i = 0; i < old_cap; i++) {
+        if (!old[i].entry)
+            continue;
+        size_t j = old[i].hash & mask;
+        while (slots[j].entry)
+            j = (j + 1) & mask;
+        slots[j] = old[i];
+    }
     free(old);
     return true;
+}
+
+/* Zeroed room for one entry, from the current block or a new one. */
+static mock_token_entry *new_entry(mock_token_table *t, size_t len)
+{
+    size_t align = alignof(mock_token_entry);
+    size_t size = (sizeof(mock_token_entry) + len + 1 + align - 1) & ~(align - 1);
+    mock_token_block *b = t->blocks;
+    if (!b || b->cap - b->used < size) {
+        size_t cap = size > TOKEN_BLOCK_BYTES ? size : TOKEN_BLOCK_BYTES;
+        b = calloc(1, sizeof *b + cap);
+        if (!b)
+            return NULL;
+        b->cap = cap;
+        b->next = t->blocks;
+        t->blocks = b;
+    }
+    mock_token_entry *e = (mock_token_entry *)(b->bytes + b->used);
+    b->used += size;
+    return e;
 }
 
 /* Under the lock (or before start): the entry, created if room allows. */
 static mock_token_entry *lookup(mock_token_table *t, const char *token, size_t len, bool create)
 {
-    mock_token_entry **slot = slot_for(t, token, len);
-    if (*slot || !create || t->used >= t->limit)
-        return *slot;
+    uint64_t hash = hash_token(token, len);
+    mock_token_slot *slot = slot_for(t, hash, token, len);
+    if (slot->entry || !create || t->used >= t->limit)
+        return slot->entry;
     if ((t->used + 1) * 2 > t->cap) {
         if (!grow(t))
             return NULL;
-        slot = slot_for(t, token, len);
+        slot = slot_for(t, hash, token, len);
     }
-    mock_token_entry *e = calloc(1, sizeof *e + len + 1);
+    mock_token_entry *e = new_entry(t, len);
     if (!e)
         return NULL;
     e->unregistered_ts = -1;
     e->len = len;
     memcpy(e->token, token, len);
-    *slot = e;
+    slot->hash = hash;
+    slot->entry = e;
     t->used++;
     return e;
 }
@@ -87,19 +142,23 @@ int mock__tokens_init(mock_token_table *t, size_t limit)
     t->cap = 1024;
     t->used = 0;
     t->limit = limit;
+    t->blocks = NULL;
     t->slots = calloc(t->cap, sizeof *t->slots);
     return t->slots ? 0 : -1;
 }
 
 void mock__tokens_free(mock_token_table *t)
 {
-    for (size_t i = 0; i < t->cap; i++) {
-        if (t->slots[i])
-            free(t->slots[i]->script);
-        free(t->slots[i]);
-    }
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->slots[i].entry)
+            free(t->slots[i].entry->script);
     free(t->slots);
     t->slots = NULL;
+    while (t->blocks) {
+        mock_token_block *next = t->blocks->next;
+        free(t->blocks);
+        t->blocks = next;
+    }
     pthread_mutex_destroy(&t->lock);
 }
 

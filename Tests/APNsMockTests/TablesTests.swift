@@ -37,6 +37,25 @@ import TestSupport
         #expect(mock.attempts(for: String(repeating: "ef", count: 32)) == 0)
     }
 
+    @Test("Thousands of tokens and the longest: the table grows, and each keeps its own mark and count")
+    func manyTokens() async throws {
+        let tokens = deterministicTokens(5_000, seed: 3)
+        let longest = String(repeating: "0123456789abcdef", count: 12) + "01234567"   // 200 digits
+        var marks = [longest: Int64(42)]
+        for (i, token) in tokens.enumerated() { marks[token] = 1_700_000_000_000 + Int64(i) }
+        let mock = try Fixture.mock { $0.unregistered = marks }
+        let asked = [tokens[0], tokens[2_500], tokens[4_999], longest, longest]
+        let answers = await offPool {
+            curl(mock.port, asked.map { token in var r = Request(); r.path = "/3/device/\(token)"; return r }).answers
+        }
+        #expect(answers.map(\.status) == [410, 410, 410, 410, 410])
+        #expect(answers.map { ($0.json?["timestamp"] as? NSNumber)?.int64Value } ==
+                [1_700_000_000_000, 1_700_000_002_500, 1_700_000_004_999, 42, 42])
+        #expect(mock.attempts(for: longest) == 2)
+        #expect(tokens.filter { mock.attempts(for: $0) == 1 } == [tokens[0], tokens[2_500], tokens[4_999]])
+        #expect(mock.attempts(for: Fixture.token) == 0)
+    }
+
     @Test("A script can pass an attempt through to normal judging")
     func scriptedPass() throws {
         let mock = try Fixture.mock { $0.scripted = [Fixture.token: [.pass, .internalServerError]] }
