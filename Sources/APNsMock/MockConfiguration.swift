@@ -71,6 +71,10 @@ public struct MockConfiguration: Sendable {
     public var recordRequests = false
     /// At most this many requests are kept when recording.
     public var recordCap = 100_000
+    /// Count every token's attempts (`attempts(for:)`). Off, only scripted and
+    /// unregistered tokens are counted: a load test's millions of new tokens then
+    /// cost no memory and almost no time (apns-mock, where nothing reads the counts).
+    public var countsEveryToken = true
     /// Answers for a token's first attempts (after it passed validation), then normal handling.
     public var scripted: [String: [MockAnswer]] = [:]
     /// An answer for every attempt of a token after its script.

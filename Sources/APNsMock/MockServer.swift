@@ -96,7 +96,8 @@ public final class MockServer: Sendable {
         }
     }
 
-    /// How many requests arrived for this token, whatever their answer.
+    /// How many requests arrived for this token, whatever their answer (0 for a
+    /// token not counted: see `countsEveryToken`).
     public func attempts(for token: String) -> Int {
         handle.withLock { h in h.map { Int(capns_mock_attempts($0, token)) } ?? 0 }
     }
@@ -175,6 +176,7 @@ public final class MockServer: Sendable {
         cfg.expire_first_token = c.expireFirstProviderTokenAfter == nil ? 0 : 1
         cfg.expire_first_token_after = UInt64(clamping: c.expireFirstProviderTokenAfter ?? 0)
         cfg.record_cap = c.recordRequests ? max(0, c.recordCap) : 0
+        cfg.count_known_only = c.countsEveryToken ? 0 : 1
         cfg.seed = c.seed
         cfg.threads = Int32(clamping: c.threads)
         cfg.client_ca_file = c.clientCA.map { UnsafePointer(cString($0)) }

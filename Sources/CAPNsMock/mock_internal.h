@@ -85,10 +85,11 @@ typedef struct {
     pthread_mutex_t lock;
     mock_token_slot *slots;     /* open addressing, power of two */
     size_t cap, used, limit;    /* limit: most entries counted */
+    bool count_unknown;         /* a token first seen while serving gets an entry */
     mock_token_block *blocks;   /* where the entries live, freed together */
 } mock_token_table;
 
-int mock__tokens_init(mock_token_table *t, size_t limit);
+int mock__tokens_init(mock_token_table *t, size_t limit, bool count_unknown);
 void mock__tokens_free(mock_token_table *t);
 /* Setup only: entry for token, created. */
 mock_token_entry *mock__tokens_setup(mock_token_table *t, const char *token);

@@ -480,7 +480,8 @@ capns_mock *capns_mock_create(const capns_mock_config *cfg, char *err, size_t er
     if (!(m->tls = make_tls(cfg->cert_file, cfg->key_file, err, errlen)) ||
         (cfg->client_ca_file && mock__client_ca_setup(m->tls, cfg->client_ca_file, err, errlen) != 0) ||
         load_keys(m, cfg, err, errlen) != 0 ||
-        mock__tokens_init(&m->tokens, cfg->attempts_cap ? cfg->attempts_cap : (1u << 20)) != 0 ||
+        mock__tokens_init(&m->tokens, cfg->attempts_cap ? cfg->attempts_cap : (1u << 20),
+                          !cfg->count_known_only) != 0 ||
         nghttp2_session_callbacks_new(&m->callbacks) != 0 || nghttp2_option_new(&m->h2_options) != 0) {
         if (err && !err[0])
             fail(err, errlen, "out of memory");

@@ -136,12 +136,13 @@ static mock_token_entry *lookup(mock_token_table *t, const char *token, size_t l
     return e;
 }
 
-int mock__tokens_init(mock_token_table *t, size_t limit)
+int mock__tokens_init(mock_token_table *t, size_t limit, bool count_unknown)
 {
     pthread_mutex_init(&t->lock, NULL);
     t->cap = 1024;
     t->used = 0;
     t->limit = limit;
+    t->count_unknown = count_unknown;
     t->blocks = NULL;
     t->slots = calloc(t->cap, sizeof *t->slots);
     return t->slots ? 0 : -1;
@@ -194,7 +195,7 @@ void mock__tokens_attempt(mock_token_table *t, const char *token, size_t len,
     scripted->status = 0;
     *unregistered_ts = -1;
     pthread_mutex_lock(&t->lock);
-    mock_token_entry *e = lookup(t, token, len, true);
+    mock_token_entry *e = lookup(t, token, len, t->count_unknown);
     if (e) {
         uint64_t n = ++e->attempts;
         if (n <= e->n_script)

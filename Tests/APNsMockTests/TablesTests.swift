@@ -56,6 +56,25 @@ import TestSupport
         #expect(mock.attempts(for: Fixture.token) == 0)
     }
 
+    @Test("Counting only the known tokens: scripts and marks still count, other tokens are not kept")
+    func countsKnownTokensOnly() async throws {
+        let mock = try Fixture.mock {
+            $0.countsEveryToken = false
+            $0.scripted = [Fixture.token: [.serviceUnavailable]]
+            $0.unregistered = [Fixture.otherToken: 7]
+        }
+        let unknown = String(repeating: "ef", count: 32)
+        var other = Request(), third = Request()
+        other.path = "/3/device/\(Fixture.otherToken)"
+        third.path = "/3/device/\(unknown)"
+        let requests = [Request(), Request(), other, third, third]
+        let answers = await offPool { curl(mock.port, requests).answers }
+        #expect(answers.map(\.status) == [503, 200, 410, 200, 200])
+        #expect(mock.attempts(for: Fixture.token) == 2)
+        #expect(mock.attempts(for: Fixture.otherToken) == 1)
+        #expect(mock.attempts(for: unknown) == 0)
+    }
+
     @Test("A script can pass an attempt through to normal judging")
     func scriptedPass() throws {
         let mock = try Fixture.mock { $0.scripted = [Fixture.token: [.pass, .internalServerError]] }

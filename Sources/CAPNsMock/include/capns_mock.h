@@ -201,6 +201,9 @@ typedef struct {
     uint64_t expire_first_token_after;
     size_t record_cap;          /* requests kept for capns_mock_record_get; 0 = none */
     size_t attempts_cap;        /* distinct tokens counted; 0 = 1 << 20 */
+    int count_known_only;       /* count only tokens with a script or an unregistered
+                                   mark: the others cost no memory and no lookup
+                                   beyond one probe (for a mock nobody asks) */
     uint64_t seed;
     int threads;                /* event-loop threads, SO_REUSEPORT listeners; 0 = 1 */
     int no_ping_ack;            /* never acknowledge a client's PING (a half-dead peer) */
@@ -249,7 +252,8 @@ int capns_mock_start(capns_mock *m, char *err, size_t errlen);
  * first success), sent as SETTINGS to open connections. */
 void capns_mock_set_max_streams(capns_mock *m, uint32_t max_streams);
 
-/* Requests seen for the token (whatever their answer), 0 if never seen. */
+/* Requests seen for the token (whatever their answer), 0 if never seen (or not
+ * counted: count_known_only, attempts_cap). */
 uint64_t capns_mock_attempts(capns_mock *m, const char *token);
 
 /* ------------------------------------------------------------ statistics */
