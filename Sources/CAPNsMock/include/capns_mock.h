@@ -196,7 +196,7 @@ typedef struct {
     int64_t idle_500_after_ms;  /* 0 = off: the "500 after long idle" quirk */
     int64_t token_update_interval_s;  /* 0 = 1200 (20 minutes); < 0 = no limit */
     int stall;                  /* accept, handshake, read requests, never answer */
-    uint64_t stall_after;       /* 0 = off; else stall once N requests were judged */
+    uint64_t stall_after;       /* 0 = off; else stall once N requests were received */
     int expire_first_token;     /* see "expire_first_token" above */
     uint64_t expire_first_token_after;
     size_t record_cap;          /* requests kept for capns_mock_record_get; 0 = none */
