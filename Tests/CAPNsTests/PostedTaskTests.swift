@@ -74,14 +74,21 @@ import TestSupport
     func aTaskDestroysItsOwnSender() async throws {
         let silent = SilentListener()
         let sender = try TestSender(port: silent.port, connectTimeoutMs: 60_000)
-        await sender.submit(count: 5)
         let later = Atomic<Int32>(99)
-        let done = DispatchSemaphore(value: 0)
-        #expect(sender.destroyFromItsOwnThread { postedAfter in
-            later.store(postedAfter, ordering: .relaxed)
-            done.signal()
-        } == 0)
-        _ = await offPool { done.wait(timeout: .now() + 60) }
+        // Submitted and destroyed back to back on a thread of its own: a test task held
+        // on the cooperative pool past the requests' deadline would see them time out
+        // (and complete) before its destroy.
+        let posted = await offPool { [sender] in
+            sender.submitNow(tags: 0..<5)
+            let done = DispatchSemaphore(value: 0)
+            let posted = sender.destroyFromItsOwnThread { postedAfter in
+                later.store(postedAfter, ordering: .relaxed)
+                done.signal()
+            }
+            _ = done.wait(timeout: .now() + 60)
+            return posted
+        }
+        #expect(posted == 0)
         #expect(later.load(ordering: .relaxed) == 0, "a post from the task itself was refused")
         // Time for the thread to end: a completion delivered now would show here.
         try await Task.sleep(for: .milliseconds(300))
