@@ -272,9 +272,14 @@ final class TestSender: @unchecked Sendable {
 
     /// Stops the sender; blocks on its thread, so it runs off the cooperative pool.
     func destroy() async {
+        await offPool { [self] in destroyNow() }
+    }
+
+    /// `destroy` on the calling thread (which it blocks until the sender's ends).
+    func destroyNow() {
         guard !destroyed else { return }
         destroyed = true
-        await offPool { [self] in capns_sender_destroy(sender) }
+        capns_sender_destroy(sender)
     }
 
     deinit {
