@@ -137,7 +137,7 @@ let package = Package(
             ]
         ),
         // Shared by the test targets: throw-away PKI, locating built binaries, running subprocesses.
-        .target(name: "TestSupport", dependencies: ["APNsMock"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["APNs", "APNsMock"], path: "Tests/TestSupport"),
         .testTarget(name: "CAPNsTests", dependencies: ["CAPNs", "CAPNsMock", "TestSupport"]),
         .testTarget(name: "APNsMockTests", dependencies: ["APNsMock", "CAPNs", "TestSupport"]),
         .testTarget(name: "APNsTests", dependencies: [

@@ -38,7 +38,7 @@ struct SendRun {
         if tokens.reader.size != nil, writer.neverWaits, progress == nil, let sender = try? client.senderExecutor() {
             executor = sender
         } else {
-            executor = IOExecutor()
+            executor = SerialQueueExecutor(label: "apns-send.io")
         }
         nonisolated(unsafe) let input = tokens   // handed to the send task, not used here again
         let outcome = await interruptible(reading: "tokens", on: executor) {
@@ -91,7 +91,7 @@ struct SendRun {
             progress?.count(delivered: false)
         }
         nonisolated(unsafe) let input = lines   // handed to the send task, not used here again
-        var outcome = await interruptible(reading: "messages", on: IOExecutor()) {
+        var outcome = await interruptible(reading: "messages", on: SerialQueueExecutor(label: "apns-send.io")) {
             let lines = input
             var outcome = Outcome()
             for await r in client.send(lines) as MessageResults<LineContext> {
@@ -149,7 +149,7 @@ struct SendRun {
 
     /// Runs the send loop on `executor`: the sender's thread, with the answers, when
     /// none of its reads and writes can wait on someone else (a pipe's reader, a
-    /// terminal), else a thread of its own (`IOExecutor`), never the cooperative pool.
+    /// terminal), else a thread of its own (`SerialQueueExecutor`), never the cooperative pool.
     /// SIGINT or SIGTERM cancels it, after which the library stops reading input and
     /// returns the results of the requests in flight.
     private func interruptible(reading what: String, on executor: any TaskExecutor,

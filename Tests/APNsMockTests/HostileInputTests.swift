@@ -60,9 +60,9 @@ import TestSupport
 
     @Test("Bodies that are not one JSON object are 400 BadPayload", arguments: [
         Data("not json".utf8),
-        Data(#"{"aps":{"alert":"a"#.utf8) + [0] + Data(#"b"}}"#.utf8),
+        bodyWithNUL,
         Data(#"{"aps":{}} {"second":1}"#.utf8),
-        Data(#"{"a":"#.utf8) + Data(repeating: UInt8(ascii: "["), count: 2000) + Data(repeating: UInt8(ascii: "]"), count: 2000) + Data("}".utf8),
+        bodyNestedTooDeep,
         Data(#"{"aps":{"alert":"\u12G4"}}"#.utf8),
         Data([0xFF, 0xFE, 0x7B, 0x7D]),
     ])
@@ -230,3 +230,20 @@ struct RawH2 {
         return stats
     }
 }
+
+/// A string with a NUL byte inside it.
+private let bodyWithNUL: Data = {
+    var body = Data(#"{"aps":{"alert":"a"#.utf8)
+    body.append(0)
+    body.append(contentsOf: #"b"}}"#.utf8)
+    return body
+}()
+
+/// Arrays nested 2,000 deep.
+private let bodyNestedTooDeep: Data = {
+    var body = Data(#"{"a":"#.utf8)
+    body.append(Data(repeating: UInt8(ascii: "["), count: 2000))
+    body.append(Data(repeating: UInt8(ascii: "]"), count: 2000))
+    body.append(contentsOf: "}".utf8)
+    return body
+}()

@@ -1,4 +1,4 @@
-import Dispatch
+import APNs
 
 /// Runs async work with its jobs on a serial queue of its own instead of the
 /// cooperative pool (a task executor preference): every `await` in it, a store's
@@ -9,16 +9,5 @@ import Dispatch
 /// calls can hold it for seconds, longer than the state lasts. `offPool` is for
 /// blocking work; this is for async work that cannot wait for the pool.
 public func offPoolTask<T: Sendable>(_ work: () async throws -> T) async rethrows -> T {
-    try await withTaskExecutorPreference(OwnQueueExecutor()) { try await work() }
-}
-
-private final class OwnQueueExecutor: TaskExecutor {
-    // A serial queue of one's own is overcommitting: Dispatch gives it a thread
-    // when it has work, however busy its other threads are.
-    private let queue = DispatchQueue(label: "tests.off-pool-task")
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
+    try await withTaskExecutorPreference(SerialQueueExecutor(label: "tests.off-pool-task")) { try await work() }
 }
