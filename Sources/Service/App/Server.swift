@@ -129,7 +129,7 @@ public enum APNsServer {
         let auth = Auth(apiKeys: config.apiKeys, jwtSecret: config.userJWTSecret, jwtClaims: config.userJWTClaims, clock: clock)
         let body = BodyReader(limit: config.maxBodyBytes)
         OpsRoutes(metrics: metrics, auth: auth, metricsToken: config.metricsToken.map(MetricsToken.init),
-                  document: OpenAPIDocument.served(appTypes: config.apps.map(\.appType)))
+                  appTypes: config.apps.map(\.appType))
             .register(on: router)
         UserRoutes(config: config, store: store, clock: clock, body: body, auth: auth).register(on: router)
         BackendRoutes(config: config, store: store, clock: clock, body: body, auth: auth,

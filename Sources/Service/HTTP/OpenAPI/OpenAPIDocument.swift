@@ -874,16 +874,21 @@ enum OpenAPIDocument {
     /// The document as served: compact, with `AppType` listing the apps this
     /// server's config names, so that a generated client (and the tests) know them.
     static func served(appTypes: [String]) -> [UInt8] {
-        guard let document = try? JSON.parse(Array(text.utf8)) else {
-            preconditionFailure("OpenAPIDocument.text is not JSON")
-        }
         let appType: JSON = .object([
             ("type", .string("string")),
             ("enum", .array(appTypes.map(JSON.string))),
             ("description", .string("An app this server's config names (`apps[].app_type`).")),
         ])
-        return withImpliedErrors(document).replacing(["components", "schemas", "AppType"], with: appType).bytes
+        return withErrors.replacing(["components", "schemas", "AppType"], with: appType).bytes
     }
+
+    /// `text` parsed, with the implied errors: the same for every server, so made once.
+    private static let withErrors: JSON = {
+        guard let document = try? JSON.parse(Array(text.utf8)) else {
+            preconditionFailure("OpenAPIDocument.text is not JSON")
+        }
+        return withImpliedErrors(document)
+    }()
 
     /// The errors an operation answers because of its kind, whatever it does: 401
     /// to a missing or wrong credential, where one is needed (a `security` that is

@@ -1,6 +1,7 @@
 import Hummingbird
 import Prometheus
 import Store
+import Synchronization
 
 /// `GET /health`, with no credentials (for load balancers), and `GET /metrics` (for
 /// Prometheus), which takes a bearer: the `metrics_token_file` token when the config
@@ -12,15 +13,17 @@ struct OpsRoutes: Sendable {
     let metrics: ServiceMetrics
     let auth: Auth
     let metricsToken: MetricsToken?
-    /// The served OpenAPI document, made once at start.
-    let document: [UInt8]
+    /// The apps whose types the served OpenAPI document lists.
+    let appTypes: [String]
 
     func register(on router: Router<ServiceContext>) {
         router.get("health") { _, _ -> Response in
             JSONResponse.ok(.object([("status", .string("ok"))]))
         }
-        router.get("openapi.json") { [document] _, _ -> Response in
-            Response(status: .ok, headers: JSONResponse.contentType, body: .init(byteBuffer: ByteBuffer(bytes: document)))
+        // Made at the first request, not at start: most servers are never asked.
+        let document = LazyBytes { [appTypes] in OpenAPIDocument.served(appTypes: appTypes) }
+        router.get("openapi.json") { _, _ -> Response in
+            Response(status: .ok, headers: JSONResponse.contentType, body: .init(byteBuffer: ByteBuffer(bytes: document.value)))
         }
         router.get("metrics") { [auth, metricsToken, metrics] request, _ -> Response in
             guard let credential = Auth.bearer(request) else { throw APIError.unauthorized("missing bearer token") }
@@ -32,6 +35,25 @@ struct OpsRoutes: Sendable {
             metrics.registry.emit(into: &out)
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: out)))
+        }
+    }
+}
+
+/// Bytes made once, by the first reader.
+private final class LazyBytes: Sendable {
+    private let make: @Sendable () -> [UInt8]
+    private let made = Mutex<[UInt8]?>(nil)
+
+    init(_ make: @escaping @Sendable () -> [UInt8]) {
+        self.make = make
+    }
+
+    var value: [UInt8] {
+        made.withLock { made in
+            if let made { return made }
+            let bytes = make()
+            made = bytes
+            return bytes
         }
     }
 }
