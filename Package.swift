@@ -151,7 +151,7 @@ let package = Package(
         // apns-server: its HTTP contract in process (HummingbirdTesting), and as a process where
         // one is the point (signals, kill -9, exit codes, several instances); a real mock over TLS.
         .testTarget(name: "ServerTests", dependencies: [
-            "APNsMock", "Service", "Store", "TestSupport",
+            "APNsMock", "CServiceCrypto", "Service", "Store", "TestSupport",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "TestSupport"]),

@@ -35,7 +35,8 @@ struct KeyMaterial: Sendable {
         return KeyMaterial(directory: dir, keyID: keyID, teamID: teamID, topic: topic)
     }
 
-    /// Runs scripts/gen-pki.sh on a Dispatch thread: a subprocess must not block the pool.
+    /// Runs scripts/gen-pki.sh on a thread of its own: a subprocess must not block the
+    /// cooperative pool, and on Linux Dispatch's global queues share its threads.
     private static func generate() async throws -> String {
         guard let script = findScript() else {
             throw Failure(description: "scripts/gen-pki.sh not found from here; give --pki DIR")
@@ -43,7 +44,7 @@ struct KeyMaterial: Sendable {
         let dir = FileManager.default.temporaryDirectory
             .appendingPathComponent("apns-bench-pki-\(ProcessInfo.processInfo.processIdentifier)").path
         let status: Int32 = await withCheckedContinuation { done in
-            DispatchQueue.global().async {
+            Thread {
                 let p = Process()
                 p.executableURL = URL(fileURLWithPath: "/bin/bash")
                 p.arguments = [script, dir]
@@ -54,7 +55,7 @@ struct KeyMaterial: Sendable {
                 } catch {
                     done.resume(returning: -1)
                 }
-            }
+            }.start()
         }
         guard status == 0 else { throw Failure(description: "\(script) failed (status \(status))") }
         return dir

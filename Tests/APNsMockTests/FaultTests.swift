@@ -147,9 +147,9 @@ import TestSupport
     }
 
     @Test("Stall: requests are read and never answered, so the client's deadline fires")
-    func stall() throws {
+    func stall() async throws {
         let mock = try Fixture.mock { $0.stall = true }
-        let (answers, status) = curl(mock.port, [Request()], extra: ["--max-time", "1"])
+        let (answers, status) = await offPool { curl(mock.port, [Request()], extra: ["--max-time", "1"]) }
         #expect(answers.isEmpty)
         #expect(status == 28)   // curl: operation timed out
         let s = mock.statistics()
@@ -172,10 +172,10 @@ import TestSupport
     }
 
     @Test("Idle timeout: GOAWAY, then the connection is closed")
-    func idleTimeout() throws {
+    func idleTimeout() async throws {
         let mock = try Fixture.mock { $0.idleTimeout = .milliseconds(300) }
         // s_client with -ign_eof waits until the server closes.
-        let r = runSync("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(mock.port)", "-alpn", "h2",
+        let r = await run("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(mock.port)", "-alpn", "h2",
                                              "-CAfile", Fixture.pki.caFile, "-ign_eof", "-quiet"], timeout: 20)
         #expect(r.status != SIGTERM)    // returned by itself, not killed by runSync's timeout
         #expect(r.stdout.contains(#"{"reason":"IdleTimeout"}"#))   // the GOAWAY's debug data, raw
@@ -185,30 +185,30 @@ import TestSupport
     }
 
     @Test("The 500-after-long-idle quirk answers the first request after idle with 500")
-    func idle500() throws {
+    func idle500() async throws {
         let mock = try Fixture.mock { $0.idle500After = .seconds(1) }
-        let (answers, _) = curl(mock.port, [Request(), Request(), Request()], extra: ["--rate", "40/m"])
+        let (answers, _) = await offPool { curl(mock.port, [Request(), Request(), Request()], extra: ["--rate", "40/m"]) }
         #expect(answers.map(\.status) == [200, 500, 500])
         #expect(answers[1].reason == "InternalServerError")
     }
 
     /// Runs h2load on a fresh mock with the given failure rates and seed; the mock's counts.
-    func failureRun(seed: UInt64) throws -> MockStatistics {
+    func failureRun(seed: UInt64) async throws -> MockStatistics {
         let mock = try Fixture.mock { $0.failureRates = [429: 0.2, 500: 0.1, 503: 0.1]; $0.seed = seed }
         let body = try payloadFile()
         defer { try? FileManager.default.removeItem(atPath: body) }
         // One stream at a time: a burst before the client sees SETTINGS would be partly
         // refused, and how much is timing, not seed.
-        let r = runSync("/usr/bin/h2load", ["-n", "1000", "-c", "1", "-m", "1", "-d", body] + auth + [url(mock)],
-                        timeout: 30)
+        let r = await run("/usr/bin/h2load", ["-n", "1000", "-c", "1", "-m", "1", "-d", body] + auth + [url(mock)],
+                          timeout: 30)
         #expect(r.stdout.contains("1000 done"))
         #expect(r.stdout.contains("0 errored"))
         return mock.statistics()
     }
 
     @Test("Fraction-based 429/500/503 answers, the same under the same seed")
-    func failureRates() throws {
-        let a = try failureRun(seed: 42), b = try failureRun(seed: 42), c = try failureRun(seed: 7)
+    func failureRates() async throws {
+        let a = try await failureRun(seed: 42), b = try await failureRun(seed: 42), c = try await failureRun(seed: 7)
         #expect(a.byStatus == b.byStatus)
         #expect(a.byStatus != c.byStatus)
         let tooMany = a.byStatus[429] ?? 0, serverError = a.byStatus[500] ?? 0, unavailable = a.byStatus[503] ?? 0

@@ -75,7 +75,7 @@ import TestSupport
     }
 
     @Test("h2load: 2000 requests with a non-JSON body on 10 streams are all answered 400")
-    func h2loadBadBodies() throws {
+    func h2loadBadBodies() async throws {
         // No request ever succeeds, so the limit would stay at 1: h2load's first burst
         // would be refused (REFUSED_STREAM), and h2load does not send those again.
         let mock = try Fixture.mock {
@@ -86,7 +86,7 @@ import TestSupport
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("h2load-\(UUID().uuidString)")
         try Data("}{".utf8).write(to: scratch)
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let r = runSync("/usr/bin/h2load", ["-n", "2000", "-c", "1", "-m", "10", "-d", scratch.path,
+        let r = await run("/usr/bin/h2load", ["-n", "2000", "-c", "1", "-m", "10", "-d", scratch.path,
                                             "-H", "authorization: bearer \(Fixture.goodJWT)",
                                             "-H", "apns-topic: \(Fixture.pki.topic)", "-H", "apns-push-type: alert",
                                             "https://127.0.0.1:\(mock.port)/3/device/\(Fixture.token)"], timeout: 60)

@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import APNs
 
 /// The lane's decisions, driven event by event without a socket, a thread or a
@@ -472,7 +473,7 @@ import Testing
 
     /// Random events, many times over: the slots always add up, every request ends
     /// exactly once, and after the lane closes and everything is answered it drains.
-    @Test func everyRequestEndsExactlyOnceWhateverTheOrderOfEvents() {
+    @Test(.ownThread) func everyRequestEndsExactlyOnceWhateverTheOrderOfEvents() {
         var rng = SeededRandom(seed: 42)
         for _ in 0..<200 {
             var m = machine(capacity: 3, maxAttempts: 3)

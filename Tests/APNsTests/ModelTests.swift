@@ -1,10 +1,11 @@
 import Testing
+import TestSupport
 @testable import APNs
 
 @Suite struct DeviceTokenTests {
     /// Every byte value at a place of each 8-byte step and of the tail: only 0-9
     /// and a-f pass as they are, A-F are lower-cased, anything else is refused.
-    @Test func eachByteIsJudgedWhereverItSits() {
+    @Test(.ownThread) func eachByteIsJudgedWhereverItSits() {
         for length in [64, 66, 70] {
             for at in [0, 1, 7, 8, 31, 56, 63, length - 1] {
                 for value in UInt8(1)...UInt8(255) {

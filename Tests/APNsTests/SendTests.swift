@@ -368,7 +368,7 @@ enum Harness {
         var seen = Set<String>()
         var rng = SystemRandomNumberGenerator()
         while seen.count < n {
-            seen.insert((0..<4).map { _ in String(format: "%016llx", rng.next() as UInt64) }.joined())
+            seen.insert((0..<4).map { _ in hexDigits(rng.next() as UInt64, count: 16) }.joined())
         }
         return Array(seen)
     }

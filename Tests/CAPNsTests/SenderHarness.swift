@@ -171,7 +171,7 @@ final class TestSender: @unchecked Sendable {
     }
 
     /// Tag 0 is not the all-zero token, which APNs (and the mock) refuse as BadDeviceToken.
-    static func token(_ tag: Int) -> String { "a" + String(format: "%063x", tag) }
+    static func token(_ tag: Int) -> String { "a" + hexDigits(UInt64(tag), count: 63) }
     static func apnsID(_ tag: Int) -> String { String(format: "00000000-0000-4000-8000-%012x", tag) }
 
     /// Submits tags 0..<count in batches, waiting for room while the queue is full (off the pool).

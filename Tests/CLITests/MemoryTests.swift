@@ -8,7 +8,7 @@ import TestSupport
 /// in-flight window full for its whole length, so every queue is at its fullest;
 /// apns-send's resident memory, read from /proc while it runs, must stay flat.
 /// 200,000 tokens here; 1,000,000 under `make soak` (APNS_SOAK=1).
-@Suite struct MemoryTests {
+@Suite(.ownThread) struct MemoryTests {
     @Test func residentMemoryStaysFlatWhileALongRunSends() async throws {
         let soak = ProcessInfo.processInfo.environment["APNS_SOAK"] == "1"
         let count = soak ? 1_000_000 : 200_000

@@ -7,7 +7,7 @@ import TestSupport
 /// The token memory against a plain reference: the Bloom filter path (a regular
 /// file, read twice when needed) and the exact path (a pipe, read once) must hand
 /// out exactly the lines the contract names, whatever the filter's size.
-@Suite struct TokenLinesTests {
+@Suite(.ownThread) struct TokenLinesTests {
     @Test(arguments: [1, 2, 16])
     func bloomAndExactPathsAgreeWithTheReference(bitsPerToken: Int) throws {
         let scratch = Scratch()
@@ -53,11 +53,12 @@ import TestSupport
         // The first read ends inside next(), which then opens the second: shrink the
         // file as soon as the first read has handed out its last line.
         var handed = 0
-        while lines.tokenLines < input.tokenLineCount, lines.next() != nil { handed += 1 }
+        let tokenLineCount = input.tokenLineCount
+        while lines.tokenLines < tokenLineCount, lines.next() != nil { handed += 1 }
         try Data().write(to: URL(fileURLWithPath: path))
         while lines.next() != nil { handed += 1 }
         #expect(lines.failure != nil)
-        #expect(handed + lines.duplicates < input.tokenLineCount, "deferred lines were not sent, and it says so")
+        #expect(handed + lines.duplicates < tokenLineCount, "deferred lines were not sent, and it says so")
     }
 }
 

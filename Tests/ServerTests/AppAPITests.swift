@@ -158,6 +158,23 @@ import TestSupport
         #expect(android.status == 200)
     }
 
+    /// The JWTs every test signs in process are the ones openssl signs: the service's
+    /// HS256 check is held to an outside signer, not to its own C code alone.
+    @Test func theHarnessSignsJWTsAsOpenSSLDoes() async throws {
+        let jwt = Harness.jwt(sub: "user-1", exp: 4_102_444_800, companyID: "company-1")
+        let parts = jwt.split(separator: ".")
+        try #require(parts.count == 3)
+        let hexKey = Harness.jwtSecret.utf8.map { String(format: "%02x", $0) }.joined()
+        let r = await run("/usr/bin/openssl", ["dgst", "-sha256", "-mac", "HMAC", "-macopt", "hexkey:\(hexKey)", "-hex"],
+                          stdin: Data((parts[0] + "." + parts[1]).utf8))
+        try #require(r.status == 0, "openssl: \(r.stderr)")
+        let expected = r.stdout.split(separator: "=").last!.trimmingCharacters(in: .whitespacesAndNewlines)
+        var base64 = parts[2].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        let signature = try #require(Data(base64Encoded: base64))
+        #expect(signature.map { String(format: "%02x", $0) }.joined() == expected)
+    }
+
     @Test func authFailuresAre401() async throws {
         let server = ServerProcess(sandbox: nil, production: nil)
         try await server.start()

@@ -1,11 +1,12 @@
 import APNsMock
+import CServiceCrypto
 import Foundation
 import Store
 import TestSupport
 
 /// What the server tests share: the built `apns-server` as a child process, two
 /// mocks (sandbox and production) on the test PKI over real TLS, a config and a
-/// SQLite file in a scratch folder, real HTTP over loopback, JWTs signed by openssl.
+/// SQLite file in a scratch folder, real HTTP over loopback, JWTs signed with OpenSSL's HMAC.
 enum Harness {
     static let pki = TestPKI.shared
     static let binary = Package.executable("apns-server")
@@ -53,19 +54,12 @@ enum Harness {
         claims.append(#""role":"authenticated""#)
         let input = b64url(Data(header.utf8)) + "." + b64url(Data("{\(claims.joined(separator: ","))}".utf8))
         if alg == "none" { return input + "." }
-        let hexKey = secret.utf8.map { String(format: "%02x", $0) }.joined()
-        let r = runSync("/usr/bin/openssl", ["dgst", "-sha256", "-mac", "HMAC", "-macopt", "hexkey:\(hexKey)", "-hex"],
-                        stdin: Data(input.utf8))
-        precondition(r.status == 0, "openssl failed: \(r.stderr)")
-        let hex = r.stdout.split(separator: "=").last!.trimmingCharacters(in: .whitespacesAndNewlines)
-        var mac = Data()
-        var i = hex.startIndex
-        while i < hex.endIndex {
-            let j = hex.index(i, offsetBy: 2)
-            mac.append(UInt8(hex[i..<j], radix: 16)!)
-            i = j
-        }
-        return input + "." + b64url(mac)
+        // OpenSSL's HMAC in process: a subprocess per JWT would block a thread of the
+        // test pool for each of the hundreds the suite signs.
+        var mac = [UInt8](repeating: 0, count: 32)
+        let key = Array(secret.utf8), data = Array(input.utf8)
+        precondition(cservice_hmac_sha256(key, key.count, data, data.count, &mac) == 0, "HMAC-SHA256 failed")
+        return input + "." + b64url(Data(mac))
     }
 }
 
@@ -310,12 +304,10 @@ enum HTTP {
         return parse(raw)
     }
 
+    /// On a thread of its own: an answer can take minutes to come, and on Linux
+    /// Dispatch's global queues share the cooperative pool's threads.
     static func exchange(port: UInt16, _ bytes: [UInt8]) async -> [UInt8] {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(returning: exchangeSync(port: port, bytes))
-            }
-        }
+        await offPool { exchangeSync(port: port, bytes) }
     }
 
     static func exchangeSync(port: UInt16, _ bytes: [UInt8]) -> [UInt8] {

@@ -152,9 +152,7 @@ final class WebDriver: @unchecked Sendable {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         head += "Content-Type: application/json\r\nContent-Length: \(bytes.count)\r\n\r\n"
         let request = Array(head.utf8) + bytes
-        let raw = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: exchange(port: port, request)) }
-        }
+        let raw = await offPool { exchange(port: port, request) }
         let response = HTTP.parse(raw)
         let json = (try? JSONSerialization.jsonObject(with: Data(response.body.utf8))) as? [String: Any]
         guard response.status == 200, let json else {

@@ -60,7 +60,7 @@ func makeStore(_ scratch: Scratch, _ name: String = "apns.db") async throws -> S
 
 /// A distinct 64-hex-digit token for each `n`.
 func token(_ n: Int) -> String {
-    String(repeating: String(format: "%08x", 0xabcd_0000 + n), count: 8)
+    String(repeating: hexDigits(UInt64(0xabcd_0000 + n), count: 8), count: 8)
 }
 
 func registration(_ user: String, _ n: Int, app: String = "staff", platform: String = "ios",

@@ -22,8 +22,11 @@ public func runSync(_ path: String, _ arguments: [String], environment: [String:
     do { try process.run() } catch {
         return ProcessResult(status: -1, stdout: "", stderr: "cannot run \(path): \(error)")
     }
+    // The pipes are fed and drained on threads of their own, not Dispatch's global
+    // queues: on Linux those share the cooperative pool's threads, which a caller
+    // blocked here may be holding.
     if let stdin {
-        DispatchQueue.global().async {
+        onThread {
             input.fileHandleForWriting.write(stdin)
             try? input.fileHandleForWriting.close()
         }
@@ -31,9 +34,9 @@ public func runSync(_ path: String, _ arguments: [String], environment: [String:
     let group = DispatchGroup()
     nonisolated(unsafe) var outData = Data(), errData = Data()
     group.enter()
-    DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    onThread { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
     group.enter()
-    DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    onThread { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
     let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
     DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
     group.wait()
@@ -42,6 +45,12 @@ public func runSync(_ path: String, _ arguments: [String], environment: [String:
     return ProcessResult(status: process.terminationStatus,
                          stdout: String(decoding: outData, as: UTF8.self),
                          stderr: String(decoding: errData, as: UTF8.self))
+}
+
+private func onThread(_ work: @escaping @Sendable () -> Void) {
+    let thread = Thread(block: work)
+    thread.stackSize = 1 << 20
+    thread.start()
 }
 
 /// The async face of `runSync`, off the cooperative pool.

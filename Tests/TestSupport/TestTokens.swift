@@ -7,8 +7,15 @@ public func deterministicTokens(_ count: Int, seed: Int = 0) -> [String] {
             x ^= x >> 31
             x &*= 0xBF58_476D_1CE4_E5B9
             x ^= x >> 29
-            let hex = String(x, radix: 16)
-            return String(repeating: "0", count: 16 - hex.count) + hex
+            return hexDigits(x, count: 16)
         }.joined()
     }
+}
+
+/// `x` in lower-case hex, zero-padded to `count` digits. Not `String(format:)`: that goes
+/// through CoreFoundation, and in the suite's loops of thousands of tokens it cost seconds
+/// of a test thread.
+public func hexDigits(_ x: UInt64, count: Int) -> String {
+    let hex = String(x, radix: 16)
+    return String(repeating: "0", count: max(0, count - hex.count)) + hex
 }
