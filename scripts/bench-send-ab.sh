@@ -36,11 +36,8 @@ trap 'test_mock_cleanup "$work"' EXIT
 start_test_mock "${dirs[0]}/apns-mock" "$work" || exit 1
 key="$work/pki/AuthKey_$KEY_ID.p8"
 jwt=$(es256_jwt "$key" "$KEY_ID" "$TEAM_ID")
-python3 -c 'import json; print(json.dumps({"aps": {"alert": {"title": "Order update", "body": "x" * 150},
-  "sound": "default"}, "id": 12345}, separators=(",", ":")))' >"$work/payload.json"
-python3 -c "
-with open('$work/tokens.txt', 'w') as f:
-    f.writelines('cd' * 24 + '%016x\n' % i for i in range(1, $n + 1))"
+. "$root/scripts/lib/send-inputs.sh"
+send_inputs "$work" "$n"
 
 echo "round h2load $(for d in "${dirs[@]}"; do printf '%s ' "$d"; done)" >"$work/rounds"
 for round in $(seq "$rounds"); do
