@@ -65,17 +65,11 @@ func withServer<T>(_ store: ServerStore, sandbox: MockServer? = nil, production:
 
 extension Harness {
     /// A JWT with exactly this header and these claims (JSON text as given), signed
-    /// with the tests' secret by openssl.
+    /// with the tests' secret.
     static func signed(claims: String, header: String = #"{"alg":"HS256","typ":"JWT"}"#,
                        secret: String = jwtSecret) -> String {
         let input = b64url(Data(header.utf8)) + "." + b64url(Data(claims.utf8))
-        let hexKey = secret.utf8.map { String(format: "%02x", $0) }.joined()
-        let r = runSync("/usr/bin/openssl", ["dgst", "-sha256", "-mac", "HMAC", "-macopt", "hexkey:\(hexKey)", "-hex"],
-                        stdin: Data(input.utf8))
-        precondition(r.status == 0, "openssl failed: \(r.stderr)")
-        let hex = Array(r.stdout.split(separator: "=").last!.trimmingCharacters(in: .whitespacesAndNewlines).utf8)
-        let mac = stride(from: 0, to: hex.count, by: 2).map { UInt8(String(decoding: hex[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
-        return input + "." + b64url(Data(mac))
+        return input + "." + hs256(input, secret: secret)
     }
 
     /// An hour from now, as a JWT `exp`.

@@ -54,12 +54,18 @@ enum Harness {
         claims.append(#""role":"authenticated""#)
         let input = b64url(Data(header.utf8)) + "." + b64url(Data("{\(claims.joined(separator: ","))}".utf8))
         if alg == "none" { return input + "." }
-        // OpenSSL's HMAC in process: a subprocess per JWT would block a thread of the
-        // test pool for each of the hundreds the suite signs.
+        return input + "." + hs256(input, secret: secret)
+    }
+
+    /// The HS256 signature of a JWT's signing input, base64url. OpenSSL's HMAC in
+    /// process: a subprocess per JWT would block a thread of the test pool for each of
+    /// the hundreds the suite signs (`theHarnessSignsJWTsAsOpenSSLDoes` holds it to the
+    /// openssl command).
+    static func hs256(_ input: String, secret: String) -> String {
         var mac = [UInt8](repeating: 0, count: 32)
         let key = Array(secret.utf8), data = Array(input.utf8)
         precondition(cservice_hmac_sha256(key, key.count, data, data.count, &mac) == 0, "HMAC-SHA256 failed")
-        return input + "." + b64url(Data(mac))
+        return b64url(Data(mac))
     }
 }
 
