@@ -108,31 +108,12 @@ protocol SilentServer: Sendable {
 
 /// A TCP listener that never accepts: the kernel completes the handshake, then
 /// nothing ever answers (not even TLS).
-final class SilentListener: SilentServer, @unchecked Sendable {
-    let port: UInt16
-    private let fd: Int32
-
-    init() {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) }
-        }
-        listen(fd, 16)
-        _ = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
-        }
-        self.fd = fd
-        port = UInt16(bigEndian: addr.sin_port)
-    }
+final class SilentListener: SilentServer, Sendable {
+    private let silent = SilentPort()
+    var port: UInt16 { silent.port }
 
     /// The socket stays open to deinit: a closed one would refuse, not stay silent.
     func stop() {}
-
-    deinit { close(fd) }
 }
 
 /// openssl s_server offering ALPN h2: it completes the TLS handshake, then reads and

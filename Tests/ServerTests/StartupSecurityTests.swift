@@ -118,7 +118,7 @@ import TestSupport
         let cluster = try await PostgresCluster.shared()
         let url = try await cluster.newDatabase()
         let withoutMode = String(url.prefix { $0 != "?" })
-        #expect(url.hasSuffix("?sslmode=disable"))
+        #expect(url.contains("?sslmode=disable&"))
         var options = ServerProcess.Options()
         options.database = withoutMode
         let server = ServerProcess(sandbox: nil, production: nil, options: options)

@@ -296,6 +296,9 @@ import TestSupport
         #expect(plain.port == 5432 && plain.password == nil && plain.tls == .require && plain.caFile == nil)
         let pinned = try PostgresStore.Configuration(url: "postgres://apns@db/push?sslmode=verify-full&sslrootcert=/etc/ca%20one.pem")
         #expect(pinned.tls == .verifyFull && pinned.caFile == "/etc/ca one.pem")
+        #expect(plain.connectTimeout == .seconds(10))
+        let patient = try PostgresStore.Configuration(url: "postgres://apns@db/push?connect_timeout=45&sslmode=disable")
+        #expect(patient.connectTimeout == .seconds(45) && patient.tls == .disable)
 
         func problem(_ url: String) -> String? {
             do { _ = try PostgresStore.Configuration(url: url); return nil } catch { return error.description }
@@ -312,6 +315,15 @@ import TestSupport
                 "prefer falls back to plain text on its own: not offered")
         #expect(problem("postgres://a@b/c?sslmode=disable&sslrootcert=/ca.pem")
                 == "database URL: sslrootcert is for TLS, and sslmode=disable turns it off")
+        for name in ["sslmode", "sslrootcert", "connect_timeout"] {
+            #expect(problem("postgres://a@b/c?\(name)=") == "database URL: \(name) needs a value")
+        }
+        for bad in ["0", "-5", "2.5", "10s", "3601"] {
+            #expect(problem("postgres://a@b/c?connect_timeout=\(bad)")
+                    == "database URL: connect_timeout must be whole seconds from 1 to 3600, not \"\(bad)\"")
+        }
+        #expect(problem("postgres://a@b/c?connect=5")
+                == #"database URL: unknown parameter "connect" (only sslmode, sslrootcert and connect_timeout are read)"#)
         for url in ["postgres://a:hunter2@b:54x/c", "postgres://a:hunter2@b:5432", "postgres://a:hunter2@b/c?x=1"] {
             #expect(problem(url)?.contains("hunter2") == false)
         }
@@ -331,6 +343,20 @@ import TestSupport
         let refused = await #expect(throws: StoreError.self) { try await missing.migrate() }
         #expect(refused?.description == #"migrate: PostgreSQL at 127.0.0.1:\#(cluster.port): database "nope" does not exist"#)
         await missing.close()
+    }
+
+    /// A host that takes the TCP connection and never answers (a wedged server, a
+    /// firewall that drops what follows) ends the wait at `connect_timeout`, in one
+    /// line, rather than holding the service's start for ever.
+    @Test func aServerThatNeverAnswersIsATimeoutAtTheURLsConnectTimeout() async throws {
+        let silent = SilentPort()
+        defer { withExtendedLifetime(silent) {} }
+        let store = try PostgresStore(url: "postgres://apns@127.0.0.1:\(silent.port)/push?sslmode=disable&connect_timeout=1")
+        let error = await #expect(throws: StoreError.self) { try await store.migrate() }
+        #expect(error?.description
+                == "migrate: cannot reach PostgreSQL at 127.0.0.1:\(silent.port): no answer to the connection (timed out)")
+        #expect(error?.isTemporary == true)
+        await store.close()
     }
 }
 

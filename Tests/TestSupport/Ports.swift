@@ -42,6 +42,21 @@ public final class ClosedPort: @unchecked Sendable {
     deinit { close(fd) }
 }
 
+/// A loopback port that takes connections and never says a word, for as long as this
+/// object lives: listening, never accepting, so the kernel completes each TCP handshake
+/// and nothing answers after it (no TLS, no protocol). What a timeout is tested on.
+public final class SilentPort: @unchecked Sendable {
+    public let port: UInt16
+    private let fd: Int32
+
+    public init() {
+        (fd, port) = boundLoopbackSocket()
+        listen(fd, 16)
+    }
+
+    deinit { close(fd) }
+}
+
 /// True once something accepts TCP connections on 127.0.0.1:port.
 public func canConnect(_ port: UInt16) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -69,8 +69,12 @@ public final class PostgresCluster: @unchecked Sendable {
 
     deinit { stop() }
 
-    /// `postgres://apns@127.0.0.1:PORT/NAME`.
-    public func url(database: String) -> String { "postgres://\(user)@127.0.0.1:\(port)/\(database)?sslmode=disable" }
+    /// `postgres://apns@127.0.0.1:PORT/NAME`, in clear, with a minute to connect: a
+    /// connection is a process the server forks, and with the whole suite running on
+    /// two cores that has taken over five seconds. Tests of the timeout give their own.
+    public func url(database: String) -> String {
+        "postgres://\(user)@127.0.0.1:\(port)/\(database)?sslmode=disable&connect_timeout=60"
+    }
 
     /// A new empty database; its URL.
     public func createDatabase() throws -> String {

@@ -3,7 +3,7 @@ import PostgresNIO
 
 extension PostgresStore {
     /// Where the database is, read from the service's `database:` URL:
-    /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=MODE][&sslrootcert=CA.pem]`.
+    /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=MODE][&sslrootcert=CA.pem][&connect_timeout=SECONDS]`.
     ///
     /// The password is kept for the connection and appears nowhere else: `description`
     /// and every error name the database as `USER@HOST:PORT/DATABASE`.
@@ -19,6 +19,11 @@ extension PostgresStore {
         public var caFile: String?
         /// Connections in this instance's pool (the worker and the HTTP routes share it).
         public var maximumConnections: Int
+        /// `connect_timeout`: how long one connection may take to be ready, TCP, TLS and
+        /// sign-in together. libpq waits forever without it; ten seconds here, so that a
+        /// start against a host that drops packets ends in its one line, while a busy
+        /// server (each connection is a process it forks) still has time to answer.
+        public var connectTimeout: Duration
 
         /// libpq's `sslmode`s, less the two that fall back to plain text on their own
         /// (`allow`, `prefer`): a connection is in clear only where the URL says `disable`.
@@ -33,7 +38,8 @@ extension PostgresStore {
         }
 
         public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String,
-                    tls: TLSMode = .require, caFile: String? = nil, maximumConnections: Int = 10) {
+                    tls: TLSMode = .require, caFile: String? = nil, maximumConnections: Int = 10,
+                    connectTimeout: Duration = .seconds(10)) {
             self.host = host
             self.port = port
             self.user = user
@@ -42,6 +48,7 @@ extension PostgresStore {
             self.tls = tls
             self.caFile = caFile
             self.maximumConnections = maximumConnections
+            self.connectTimeout = connectTimeout
         }
 
         /// Parses the URL; each mistake is one line that never quotes the password.
@@ -102,6 +109,7 @@ extension PostgresStore {
 
             var tls = TLSMode.require
             var caFile: String?
+            var connectTimeout = Duration.seconds(10)
             for pair in query.split(separator: "&") {
                 let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
                 switch (parts[0], parts.count == 2 ? parts[1].removingPercentEncoding : nil) {
@@ -113,15 +121,24 @@ extension PostgresStore {
                     tls = mode
                 case ("sslrootcert", let value?) where !value.isEmpty:
                     caFile = value
+                case ("connect_timeout", let value?):
+                    // Whole seconds, as libpq writes it; its 0 (wait forever) is refused:
+                    // a service that waits forever at start says nothing about why.
+                    guard let seconds = Int(value), (1...3600).contains(seconds) else {
+                        throw StoreError("database URL: connect_timeout must be whole seconds from 1 to 3600, not \"\(value)\"")
+                    }
+                    connectTimeout = .seconds(seconds)
+                case ("sslmode", nil), ("sslrootcert", _), ("connect_timeout", nil):
+                    throw StoreError("database URL: \(parts[0]) needs a value")
                 default:
-                    throw StoreError("database URL: unknown parameter \"\(parts[0])\" (only sslmode and sslrootcert are read)")
+                    throw StoreError("database URL: unknown parameter \"\(parts[0])\" (only sslmode, sslrootcert and connect_timeout are read)")
                 }
             }
             if caFile != nil, tls == .disable {
                 throw StoreError("database URL: sslrootcert is for TLS, and sslmode=disable turns it off")
             }
             self.init(host: String(host), port: port, user: user, password: password, database: database, tls: tls,
-                      caFile: caFile)
+                      caFile: caFile, connectTimeout: connectTimeout)
         }
 
         /// `USER@HOST:PORT/DATABASE`: what logs and errors may say.
@@ -135,7 +152,7 @@ extension PostgresStore {
             var config = PostgresClient.Configuration(host: host, port: port, username: user, password: password,
                                                       database: database, tls: tls)
             config.options.maximumConnections = maximumConnections
-            config.options.connectTimeout = .seconds(5)
+            config.options.connectTimeout = connectTimeout
             return config
         }
 
@@ -144,7 +161,7 @@ extension PostgresStore {
             let tls: PostgresConnection.Configuration.TLS = try tlsContext().map { .require($0) } ?? .disable
             var config = PostgresConnection.Configuration(host: host, port: port, username: user, password: password,
                                                           database: database, tls: tls)
-            config.options.connectTimeout = .seconds(5)
+            config.options.connectTimeout = TimeAmount(connectTimeout)
             return config
         }
 
