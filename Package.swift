@@ -48,7 +48,8 @@ let package = Package(
             name: "CAPNs",
             cSettings: [.define("_GNU_SOURCE")] + cFlags(["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]),
             linkerSettings: [
-                .linkedLibrary("curl"), .linkedLibrary("nghttp2"),
+                // libcurl is not linked: curl_api.c opens it when first needed.
+                .linkedLibrary("nghttp2"),
                 .linkedLibrary("ssl"), .linkedLibrary("crypto"), .linkedLibrary("pthread"),
             ]
         ),

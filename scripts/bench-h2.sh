@@ -17,8 +17,8 @@ if [ -z "${APNS_MOCK:-}" ]; then
 fi
 c="$root/Sources/CAPNs"
 ${CC:-cc} -O2 -D_GNU_SOURCE -I"$c/include" -I"$c" "$root/scripts/h2-drive.c" \
-  "$c"/{sender,transport_h2,h2_tls,h2_session,proxy_tunnel,transport_curl,jwt}.c \
-  -lnghttp2 -lssl -lcrypto -lcurl -lpthread -o "$work/h2-drive"
+  "$c"/*.c \
+  -lnghttp2 -lssl -lcrypto -lpthread -o "$work/h2-drive"
 bash "$root/scripts/gen-pki.sh" "$work/pki"
 . "$work/pki/ids.env"
 

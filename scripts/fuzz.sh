@@ -74,9 +74,6 @@ jwt=$(o Sources/CAPNs/jwt.c)
 
 link() {  # NAME OBJECT...: the harness NAME from its main (fuzz/fuzz_NAME.c) and OBJECTs
   local name=$1; shift
-  case $name in
-    h2_client|error_body|proxy_answer) set -- "$@" -lcurl ;;
-  esac
   # lld: gold warns about every ASan symbol it cannot export.
   "$CC" "${cflags[@]}" -fuse-ld=lld "$(o "fuzz/fuzz_$name.c")" "$@" -o "$out/$name" "${libs[@]}"
 }

@@ -5,8 +5,8 @@
  *
  * Build (from the repo root):
  *   cc -O2 -D_GNU_SOURCE -ISources/CAPNs/include -ISources/CAPNs scripts/h2-drive.c \
- *      Sources/CAPNs/{sender,transport_h2,h2_tls,h2_session,transport_curl,jwt}.c \
- *      -lnghttp2 -lssl -lcrypto -lcurl -lpthread -o /tmp/h2-drive
+ *      Sources/CAPNs/*.c \
+ *      -lnghttp2 -lssl -lcrypto -lpthread -o /tmp/h2-drive
  * Run:
  *   /tmp/h2-drive HOST PORT CA.pem REQUESTS [MAX_OUTSTANDING] [CONNECTIONS] [h2|curl]
  * Environment (all optional): TOPIC (default com.example.app), PAYLOAD (a file; default

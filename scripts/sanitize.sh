@@ -56,7 +56,7 @@ if [ "$build" = 1 ] && [ "$leak" = 1 ]; then
   "$CC" -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -fuse-ld=lld \
     -D_GNU_SOURCE -ISources/CAPNs/include -ISources/CAPNs -ISources/CAPNsMock/include -ISources/CAPNsMock \
     fuzz/leak_drive.c Sources/CAPNs/*.c Sources/CAPNsMock/*.c \
-    -lcurl -lnghttp2 -lssl -lcrypto -lpthread -o "$out/leak_drive"
+    -lnghttp2 -lssl -lcrypto -lpthread -o "$out/leak_drive"
 fi
 [ "$run" = 1 ] || exit 0
 # The test bundle runs directly, as scripts/test.sh runs the suite's.

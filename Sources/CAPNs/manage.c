@@ -14,7 +14,7 @@
 #include "capns.h"
 #include "sender_internal.h"
 
-#include <curl/curl.h>
+#include "curl_api.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -35,6 +35,11 @@ capns_manager *capns_manager_create(const capns_manager_config *cfg, char *err, 
 {
     if (!cfg->host || !*cfg->host || !capns_header_value_ok(cfg->host) || strchr(cfg->host, '/')) {
         snprintf(err, errlen, "channel management: bad host");
+        return NULL;
+    }
+    char why[256];
+    if (!capns__curl_load(why, sizeof why)) {
+        snprintf(err, errlen, "channel management: %s", why);
         return NULL;
     }
     capns_manager *mg = calloc(1, sizeof *mg);

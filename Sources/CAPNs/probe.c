@@ -12,7 +12,7 @@
 #include "identity_internal.h"
 #include "sender_internal.h"
 
-#include <curl/curl.h>
+#include "curl_api.h"
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -137,6 +137,10 @@ int capns_probe(const capns_probe_config *cfg, capns_probe_result *out)
     char url[400], line[CAPNS_JWT_MAX + 32], errbuf[CURL_ERROR_SIZE] = "";
     bool proxied = cfg->proxy_host && *cfg->proxy_host;
 
+    if (!capns__curl_load(out->error, sizeof out->error)) {
+        out->failed_at = CAPNS_PROBE_HTTP;
+        return out->failed_at;
+    }
     if (cfg->ca_file && !capns__curl_ca_blob(cfg->ca_file, &ca_blob, &ca_len, out->error, sizeof out->error)) {
         out->failed_at = CAPNS_PROBE_TLS;
         return out->failed_at;

@@ -35,7 +35,7 @@
 #include "sender_internal.h"
 #include "identity_internal.h"
 
-#include <curl/curl.h>
+#include "curl_api.h"
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -736,17 +736,10 @@ static void cancel_all(curl_transport *t)
 
 /* ------------------------------------------------------------ the ops */
 
-/* curl_global_init must run once per process, before any other curl call. */
-static void global_init(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 static void *curl_create(capns_sender *s, char *err, size_t errlen)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, global_init);
-
+    if (!capns__curl_load(err, errlen))
+        return NULL;
     curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
     if (!(v->features & CURL_VERSION_HTTP2)) {
         snprintf(err, errlen, "this libcurl (%s) was built without HTTP/2", v->version);

@@ -166,6 +166,25 @@ import TestSupport
         #expect(r.stderr.contains("\(lines.count - tokens.count) duplicate lines skipped"))
     }
 
+    /// libcurl, and the thirty-odd libraries it brings, cost a one-notification run
+    /// more than its sending: a send on the default transport never loads it, and
+    /// `--transport curl` opens it and sends the same. The dynamic loader says what it
+    /// loads (LD_DEBUG=libs, on stderr).
+    @Test func libcurlIsLoadedOnlyByTheCurlTransport() async throws {
+        let mock = try CLI.mock()
+        defer { mock.stop() }
+        let scratch = Scratch()
+        let tokens = scratch.file("tokens.txt", CLI.tokens(3).joined(separator: "\n"))
+        for transport in ["nghttp2", "curl"] {
+            let r = await CLI.run(CLI.arguments(mock) + ["--transport", transport, CLI.payload, tokens],
+                                  environment: ["LD_DEBUG": "libs"])
+            #expect(r.status == 0, "\(transport): \(r.stderr.suffix(2000))")
+            #expect(try Record.parse(r.stdout).map(\.status) == [200, 200, 200], "\(transport)")
+            #expect(r.stderr.contains("calling init: "), "the loader's lines are there to read")
+            #expect(r.stderr.contains("libcurl.so") == (transport == "curl"), "\(transport)")
+        }
+    }
+
     static func unregistered() throws -> [String: Int64] {
         let text = try String(contentsOfFile: CLI.examples.appendingPathComponent("unregistered.txt").path, encoding: .utf8)
         var out: [String: Int64] = [:]
