@@ -57,7 +57,10 @@ tar -C "$scratch/unpacked" -xzf "$tarball"
 release=$scratch/unpacked/$name
 [ -d "$release" ] || fail "$tarball does not hold $name/"
 binaries=(apns-server apns-send apns-mock)
-needed=$(for b in "${binaries[@]}"; do readelf -d "$release/bin/$b" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; done | sort -u)
+# Linked ones, and libcurl, which the shim opens when first needed (curl_api.c) and
+# apns-server opens at start (broadcast-channel management).
+needed=$( (for b in "${binaries[@]}"; do readelf -d "$release/bin/$b" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; done
+           echo libcurl.so.4) | sort -u)
 packages=ca-certificates
 for lib in $needed; do
   case $lib in libswift*|libFoundation*|libdispatch*|libBlocksRuntime*) fail "$lib is linked dynamically: the Swift runtime must be static";; esac
