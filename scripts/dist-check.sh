@@ -57,8 +57,8 @@ tar -C "$scratch/unpacked" -xzf "$tarball"
 release=$scratch/unpacked/$name
 [ -d "$release" ] || fail "$tarball does not hold $name/"
 binaries=(apns-server apns-send apns-mock)
-# Linked ones, and libcurl, which the shim opens when first needed (curl_api.c) and
-# apns-server opens at start (broadcast-channel management).
+# Linked ones, and libcurl, which the shim opens when first needed (curl_api.c: the
+# curl transport, the doctor, broadcast-channel calls).
 needed=$( (for b in "${binaries[@]}"; do readelf -d "$release/bin/$b" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; done
            echo libcurl.so.4) | sort -u)
 packages=ca-certificates

@@ -10,7 +10,7 @@
  *
  * The call sites keep curl's own names: each name below is defined as its pointer.
  * Invariant: no curl_* call runs before capns__curl_load() has returned true in this
- * process; each entry point (the curl transport's create, capns_manager_create,
+ * process; each entry point (the curl transport's create, capns_manager_request,
  * capns_probe) calls it first. Nothing links libcurl, so a call that bypassed the
  * table would be an undefined symbol at link time, not a crash.
  */

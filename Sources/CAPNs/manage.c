@@ -5,7 +5,8 @@
  * Why not the sender: management requests are rare (a channel per event), go to
  * another host, use GET and DELETE, and their answers carry bodies (a list of up
  * to 10,000 channel ids) and headers (apns-channel-id) that the sender's fixed
- * completions were not made for. libcurl, OpenSSL and nghttp2 are linked already.
+ * completions were not made for. libcurl is opened at the first request, not at
+ * create (curl_api.h): a service that never manages a channel never loads it.
  *
  * Invariants: peer verification is always on (the system's roots plus an extra
  * CA file); an answer body is bounded by CAPNS_MANAGER_BODY_MAX; no header value
@@ -25,10 +26,11 @@
 
 struct capns_manager {
     pthread_mutex_t lock;       /* one request at a time on the one handle */
-    CURL *easy;                 /* kept: its connection is reused by the next call */
+    CURL *easy;                 /* made at the first request, then kept: its connection is reused */
     char origin[300];           /* "https://host:port" */
     char *ca_blob;
     size_t ca_blob_len;
+    int32_t connect_timeout_ms, request_timeout_ms;
 };
 
 capns_manager *capns_manager_create(const capns_manager_config *cfg, char *err, size_t errlen)
@@ -37,14 +39,8 @@ capns_manager *capns_manager_create(const capns_manager_config *cfg, char *err, 
         snprintf(err, errlen, "channel management: bad host");
         return NULL;
     }
-    char why[256];
-    if (!capns__curl_load(why, sizeof why)) {
-        snprintf(err, errlen, "channel management: %s", why);
-        return NULL;
-    }
     capns_manager *mg = calloc(1, sizeof *mg);
-    if (!mg || !(mg->easy = curl_easy_init())) {
-        free(mg);
+    if (!mg) {
         snprintf(err, errlen, "channel management: out of memory");
         return NULL;
     }
@@ -52,21 +48,32 @@ capns_manager *capns_manager_create(const capns_manager_config *cfg, char *err, 
     bool v6 = strchr(cfg->host, ':') != NULL;
     snprintf(mg->origin, sizeof mg->origin, "https://%s%s%s:%u", v6 ? "[" : "", cfg->host, v6 ? "]" : "",
              (unsigned)cfg->port);
+    /* Read now, so that a bad CA file is an error at create, not at the first call. */
     if (cfg->ca_file && !capns__curl_ca_blob(cfg->ca_file, &mg->ca_blob, &mg->ca_blob_len, err, errlen)) {
         capns_manager_destroy(mg);
         return NULL;
     }
+    mg->connect_timeout_ms = cfg->connect_timeout_ms;
+    mg->request_timeout_ms = cfg->request_timeout_ms;
+    return mg;
+}
+
+/* The handle, made at the first request (libcurl loaded by then); under mg->lock. */
+static CURL *handle(capns_manager *mg)
+{
+    if (mg->easy || !(mg->easy = curl_easy_init()))
+        return mg->easy;
     CURL *e = mg->easy;
     capns__curl_apns_defaults(e);
     if (mg->ca_blob) {
         struct curl_blob blob = {mg->ca_blob, mg->ca_blob_len, CURL_BLOB_NOCOPY};
         curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &blob);
     }
-    if (cfg->connect_timeout_ms > 0)
-        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)cfg->connect_timeout_ms);
-    if (cfg->request_timeout_ms > 0)
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)cfg->request_timeout_ms);
-    return mg;
+    if (mg->connect_timeout_ms > 0)
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)mg->connect_timeout_ms);
+    if (mg->request_timeout_ms > 0)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)mg->request_timeout_ms);
+    return e;
 }
 
 void capns_manager_destroy(capns_manager *mg)
@@ -162,6 +169,11 @@ int capns_manager_request(capns_manager *mg, const char *method, const char *pat
         errno = EINVAL;
         return -1;
     }
+    char why[256];
+    if (!capns__curl_load(why, sizeof why)) {
+        snprintf(out->error, sizeof out->error, "channel management: %s", why);
+        return -1;
+    }
     char line[CAPNS_JWT_MAX + 32];
     struct curl_slist *h = NULL;
     bool ok = true;
@@ -191,7 +203,13 @@ int capns_manager_request(capns_manager *mg, const char *method, const char *pat
 
     call_state st = {out, false};
     pthread_mutex_lock(&mg->lock);
-    CURL *e = mg->easy;
+    CURL *e = handle(mg);
+    if (!e) {
+        pthread_mutex_unlock(&mg->lock);
+        curl_slist_free_all(h);
+        snprintf(out->error, sizeof out->error, "channel management: out of memory");
+        return -1;
+    }
     char errbuf[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
