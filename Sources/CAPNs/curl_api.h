@@ -4,9 +4,10 @@
  * broadcast-channel manager and the doctor's probe. Everything else, every send on
  * the default transport included, is nghttp2 over OpenSSL. Linked, libcurl and the
  * thirty-odd libraries it brings (Kerberos, LDAP, GnuTLS, SSH, RTMP) are loaded and
- * relocated at every process start, which costs a one-notification apns-send more
- * than its own work. So libcurl is opened with dlopen on first use, and every curl
- * function this code calls is a pointer in one table.
+ * relocated at every process start, and a one-notification apns-send on the
+ * default transport would pay for them for nothing. So libcurl is opened with
+ * dlopen on first use, and every curl function this code calls is a pointer in one
+ * table.
  *
  * The call sites keep curl's own names: each name below is defined as its pointer.
  * Invariant: no curl_* call runs before capns__curl_load() has returned true in this

@@ -204,7 +204,7 @@ import Glibc
     @Test(arguments: Transport.allCases)
     func aSilentProxyTimesOutInsteadOfHanging(transport: Transport) async throws {
         let mock = try Harness.mock()
-        let silent = SilentProxy()
+        let silent = SilentPort()
         defer { withExtendedLifetime(silent) {} }
         let client = try ProxyHarness.client(mock.port, transport: transport, connectTimeout: .milliseconds(500),
                                              proxy: Proxy(host: "127.0.0.1", port: Int(silent.port)))

@@ -31,7 +31,7 @@ import TestSupport
     /// libcurl's request deadline covers the TLS handshake (the nghttp2 transport's
     /// connect timeout does: H2TransportTests).
     @Test func aHandshakeThatNeverEndsHitsTheRequestDeadline() async throws {
-        let listener = SilentListener()
+        let listener = SilentPort()
         let sender = try TestSender(.curl, port: listener.port, connectTimeoutMs: 30000, requestTimeoutMs: 300)
         let (completions, stats) = await sender.run(count: 5, seconds: 20)
 

@@ -57,7 +57,7 @@ import TestSupport
     }
 
     @Test func aHandshakeThatNeverEndsHitsTheConnectTimeout() async throws {
-        let listener = SilentListener()
+        let listener = SilentPort()
         let sender = try TestSender(port: listener.port, connectTimeoutMs: 300)
         let (completions, _) = await sender.run(count: 2, seconds: 10)
 

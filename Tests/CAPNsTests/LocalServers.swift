@@ -88,14 +88,14 @@ func requestHeaderNames(in log: String) -> Set<String> {
 
 /// A server that takes connections and never answers, in one of two ways.
 enum Silence: String, CaseIterable, Sendable {
-    /// TCP completes (the kernel's backlog), TLS never starts: SilentListener.
+    /// TCP completes (the kernel's backlog), TLS never starts: SilentPort.
     case inHandshake
     /// TLS completes with ALPN h2, then no HTTP/2 frame ever comes: SilentH2Server.
     case afterHandshake
 
     func start() throws -> any SilentServer {
         switch self {
-        case .inHandshake: SilentListener()
+        case .inHandshake: SilentPort()
         case .afterHandshake: try SilentH2Server()
         }
     }
@@ -106,12 +106,9 @@ protocol SilentServer: Sendable {
     func stop()
 }
 
-/// A TCP listener that never accepts: the kernel completes the handshake, then
-/// nothing ever answers (not even TLS).
-final class SilentListener: SilentServer, Sendable {
-    private let silent = SilentPort()
-    var port: UInt16 { silent.port }
-
+/// A TCP listener that never accepts (TestSupport's): the kernel completes the
+/// handshake, then nothing ever answers, not even TLS.
+extension SilentPort: SilentServer {
     /// The socket stays open to deinit: a closed one would refuse, not stay silent.
     func stop() {}
 }

@@ -72,7 +72,7 @@ import TestSupport
     /// each would complete CANCELLED.
     @Test("A task that destroys its own sender returns, and the thread ends by itself")
     func aTaskDestroysItsOwnSender() async throws {
-        let silent = SilentListener()
+        let silent = SilentPort()
         let sender = try TestSender(port: silent.port, connectTimeoutMs: 60_000)
         let later = Atomic<Int32>(99)
         // Submitted and destroyed back to back on a thread of its own: a test task held

@@ -166,10 +166,10 @@ import TestSupport
         #expect(r.stderr.contains("\(lines.count - tokens.count) duplicate lines skipped"))
     }
 
-    /// libcurl, and the thirty-odd libraries it brings, cost a one-notification run
-    /// more than its sending: a send on the default transport never loads it, and
-    /// `--transport curl` opens it and sends the same. The dynamic loader says what it
-    /// loads (LD_DEBUG=libs, on stderr).
+    /// libcurl, and the thirty-odd libraries it brings, would slow every start for
+    /// nothing: a send on the default transport never loads it, and `--transport curl`
+    /// opens it and sends the same. The dynamic loader says what it loads
+    /// (LD_DEBUG=libs, on stderr).
     @Test func libcurlIsLoadedOnlyByTheCurlTransport() async throws {
         let mock = try CLI.mock()
         defer { mock.stop() }

@@ -86,17 +86,3 @@ public final class Tinyproxy: @unchecked Sendable {
         public var description: String { message }
     }
 }
-
-/// A proxy that says nothing: it listens, so connects complete (the kernel accepts
-/// into the backlog), but never reads or answers. For the "no hang" checks.
-public final class SilentProxy: @unchecked Sendable {
-    public let port: UInt16
-    private let fd: Int32
-
-    public init() {
-        (fd, port) = boundLoopbackSocket()
-        listen(fd, 64)
-    }
-
-    deinit { close(fd) }
-}

@@ -24,6 +24,7 @@ extension PostgresStore {
         /// start against a host that drops packets ends in its one line, while a busy
         /// server (each connection is a process it forks) still has time to answer.
         public var connectTimeout: Duration
+        public static let defaultConnectTimeout = Duration.seconds(10)
 
         /// libpq's `sslmode`s, less the two that fall back to plain text on their own
         /// (`allow`, `prefer`): a connection is in clear only where the URL says `disable`.
@@ -39,7 +40,7 @@ extension PostgresStore {
 
         public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String,
                     tls: TLSMode = .require, caFile: String? = nil, maximumConnections: Int = 10,
-                    connectTimeout: Duration = .seconds(10)) {
+                    connectTimeout: Duration = defaultConnectTimeout) {
             self.host = host
             self.port = port
             self.user = user
@@ -109,7 +110,7 @@ extension PostgresStore {
 
             var tls = TLSMode.require
             var caFile: String?
-            var connectTimeout = Duration.seconds(10)
+            var connectTimeout = Self.defaultConnectTimeout
             for pair in query.split(separator: "&") {
                 let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
                 switch (parts[0], parts.count == 2 ? parts[1].removingPercentEncoding : nil) {
