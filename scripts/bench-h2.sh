@@ -25,8 +25,8 @@ bash "$root/scripts/gen-pki.sh" "$work/pki"
 . "$root/scripts/lib/jwt.sh"
 jwt=$(es256_jwt "$work/pki/AuthKey_$KEY_ID.p8" "$KEY_ID" "$TEAM_ID")
 
-python3 -c 'import json; print(json.dumps({"aps": {"alert": {"title": "Order update", "body": "x" * 150},
-  "sound": "default"}, "id": 12345}, separators=(",", ":")))' >"$work/payload.json"
+. "$root/scripts/lib/send-inputs.sh"
+bench_payload "$work/payload.json"
 token=$(printf 'ab%.0s' $(seq 32))
 
 "$APNS_MOCK" --port 0 --cert "$work/pki/server.crt" --key "$work/pki/server.key" \

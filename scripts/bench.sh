@@ -49,8 +49,8 @@ bash scripts/gen-pki.sh "$work/pki"
 key="$work/pki/AuthKey_$KEY_ID.p8"
 
 # The payload apns-bench sends by default: 232 bytes compact.
-python3 -c 'import json; print(json.dumps({"aps": {"alert": {"title": "Order update", "body": "x" * 150},
-  "sound": "default"}, "id": 12345}, separators=(",", ":")))' >"$work/payload.json"
+. "$root/scripts/lib/send-inputs.sh"
+bench_payload "$work/payload.json"
 
 . scripts/lib/jwt.sh
 . "$(dirname "$0")/lib/mock.sh"
@@ -58,9 +58,7 @@ jwt=$(es256_jwt "$key" "$KEY_ID" "$TEAM_ID")
 
 # Distinct tokens, one per line, as many as the biggest run; smaller files are its head.
 n_tokens=$((n_head > 100000 ? n_head : 100000))
-python3 -c "
-with open('$work/tokens-$n_tokens.txt', 'w') as f:
-    f.writelines('cd' * 24 + '%016x\n' % i for i in range(1, $n_tokens + 1))"
+bench_tokens "$work/tokens-$n_tokens.txt" "$n_tokens"
 for n in "$n_head" "$n_other" "$n_curl" "$n_latency" 100000; do
   [ -f "$work/tokens-$n.txt" ] || head -n "$n" "$work/tokens-$n_tokens.txt" >"$work/tokens-$n.txt"
 done

@@ -38,14 +38,10 @@ trap cleanup EXIT
 bash "$root/scripts/gen-pki.sh" "$work/pki"
 . "$work/pki/ids.env"
 key="$work/pki/AuthKey_$KEY_ID.p8"
-# The bench's payload: 232 bytes compact.
-python3 -c 'import json; print(json.dumps({"aps": {"alert": {"title": "Order update", "body": "x" * 150},
-  "sound": "default"}, "id": 12345}, separators=(",", ":")))' >"$work/payload.json"
-for n in "$n1" "$n2"; do
-  python3 -c "
-with open('$work/tokens-$n.txt', 'w') as f:
-    f.writelines('cd' * 24 + '%016x\n' % i for i in range(1, $n + 1))"
-done
+# The bench's payload and tokens.
+. "$root/scripts/lib/send-inputs.sh"
+bench_payload "$work/payload.json"
+for n in "$n1" "$n2"; do bench_tokens "$work/tokens-$n.txt" "$n"; done
 
 cc -O2 -shared -fPIC -o "$work/drain.so" "$root/scripts/lib/dispatch-main-drain.c"
 objcopy --strip-debug "$bin/apns-send" "$work/apns-send"
