@@ -49,6 +49,7 @@ shared_buffers = 256MB
 shared_preload_libraries = 'pg_stat_statements'
 CONF
 as_pg "$pgbin/pg_ctl" start -D "$dir/pg/data" -l "$dir/pg/server.log" -w -s
+export PSQL=$pgbin/psql  # for the outbox watcher
 psql() { "$pgbin/psql" -h 127.0.0.1 -p "$pg_port" -U apns -X -q -t -A "$@"; }
 psql -d postgres -c "CREATE DATABASE bench" && psql -d bench -c "CREATE EXTENSION pg_stat_statements"
 db_url="postgres://apns@127.0.0.1:$pg_port/bench?sslmode=disable"
@@ -91,18 +92,18 @@ seed() {
   done
 }
 
-# rounds PORT DEPTH_COMMAND: RUNS rounds through the instance on PORT; the rates in
+# rounds PORT STORE: RUNS rounds through the instance on PORT; the rates in
 # $rates (from the request) and $sends (from the 202: the outbox committed).
 rounds() {
   rates=(); sends=()
   for r in $(seq "$runs"); do
+    outbox_watch "$2"
     t0=$(now)
     reply=$(curl -sf -X POST "http://127.0.0.1:$1/v1/notifications" -H "Authorization: Bearer $api_key" \
       -H "Content-Type: application/json" \
       -d '{"type":"order_status_changed","entity_type":"order","entity_id":"o1","app_type":"staff","company_id":"bench","alert":{"title":"Order Ready","body":"Order #1234 is ready for collection"},"badge":1}')
     t1=$(now)
-    while [ "$($2)" != "0" ]; do sleep 0.05; done
-    t2=$(now)
+    t2=$(outbox_emptied)
     id=$(printf '%s' "$reply" | python3 -c 'import json,sys; print(json.load(sys.stdin)["notification_id"])')
     delivered=$(curl -s "http://127.0.0.1:$1/v1/notifications/$id?limit=1" -H "Authorization: Bearer $api_key" |
       python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"]["delivered"])')
@@ -113,7 +114,6 @@ rounds() {
     rates+=("$rate"); sends+=("$send")
   done
 }
-pg_depth() { psql -d bench -c "SELECT count(*) FROM outbox"; }
 
 declare -A pg_rate pg_send pg_claim
 for k in 1 2 3; do
@@ -122,7 +122,7 @@ for k in 1 2 3; do
   for i in $(seq "$k"); do start_server "pg$k-$i" "$db_url"; ports+=("$port"); done
   [ "$k" = 1 ] && seed "${ports[0]}"
   psql -d bench -c "VACUUM ANALYZE" -c "SELECT pg_stat_statements_reset()" >/dev/null
-  rounds "${ports[0]}" pg_depth
+  rounds "${ports[0]}" "psql:postgresql://apns@127.0.0.1:$pg_port/bench"
   pg_rate[$k]=$(median "${rates[@]}"); pg_send[$k]=$(median "${sends[@]}")
   # The claim statement's server time per delivery it returned (all rounds).
   pg_claim[$k]=$(psql -d bench -c "SELECT round((sum(total_exec_time) * 1000 / greatest(sum(rows), 1))::numeric, 1)
@@ -134,10 +134,7 @@ echo "SQLite, 1 instance:"
 start_server sqlite "sqlite:$dir/apns.db"
 seed "$port"
 sqlite_port=$port
-# From the database: the /metrics gauge is counted on its own clock and can be
-# older than the POST that just returned.
-sqlite_depth() { python3 -c "import sqlite3; print(sqlite3.connect('$dir/apns.db', timeout=30).execute('SELECT count(*) FROM outbox').fetchone()[0])"; }
-rounds "$port" sqlite_depth
+rounds "$port" "sqlite:$dir/apns.db"
 sqlite_rate=$(median "${rates[@]}"); sqlite_send=$(median "${sends[@]}")
 stop_servers
 
