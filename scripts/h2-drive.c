@@ -135,7 +135,8 @@ int main(int argc, char **argv)
     while (next < total) {
         size_t n = total - next < CHUNK ? total - next : CHUNK;
         for (size_t i = 0; i < n; i++) {
-            snprintf(tokens[i], sizeof tokens[i], "%064zx", next + i);
+            /* From 1: APNs never issues the all-zero token, and the mock refuses it. */
+            snprintf(tokens[i], sizeof tokens[i], "%064zx", next + i + 1);
             reqs[i] = (capns_request){.tag = next + i, .message = m, .token = tokens[i],
                                       .apns_id = "6d4bc9c8-4b6e-4c43-9a8e-2f3a0c9b1d7e"};
         }
