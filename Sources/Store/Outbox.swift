@@ -221,33 +221,10 @@ extension SQLiteStore {
             // Set-based: one DELETE of the batch from the outbox, one INSERT into
             // `results` per 256 outcomes, one UPDATE of the delivered devices;
             // statements per outcome only for the rare token changes.
-            //
-            // Leaving the outbox is the proof of holding it (see `Finishes`).
-            let held = Finishes.held(outcomes, left: try Int64.fetchSet(
-                db.cachedStatement(sql: Statements.finishLeaveOutbox.sqlite),
-                arguments: [worker, jsonArray(outcomes.map(\.deliveryID))]))
+            let (held, recorded) = try Self.leaveOutboxAndRecord(db, worker: worker, outcomes, now: now)
+            let isRecorded: (Int64) -> Bool = recorded.map { set in { set.contains($0) } } ?? { _ in true }
 
-            let finishedAt = now.databaseValue
-            var recorded = Set<Int64>(minimumCapacity: held.count)
-            try db.executeChunked(count: held.count, maxRows: 256, sql: { rows in
-                """
-                INSERT INTO results (delivery_id, state, status, reason, apns_timestamp, attempts, finished_at)
-                VALUES \(placeholders(rows: rows, columns: 7))
-                ON CONFLICT (delivery_id) DO NOTHING
-                RETURNING delivery_id, delivery_id
-                """
-            }, bind: { i, values in
-                let o = held[i]
-                values.append(o.deliveryID.databaseValue)
-                values.append(Finishes.state(o).databaseValue)
-                values.append(o.status.databaseValue)
-                values.append(o.reason.databaseValue)
-                values.append(o.timestamp.databaseValue)
-                values.append(o.attempts.databaseValue)
-                values.append(finishedAt)
-            }, rows: { id, _ in recorded.insert(id) })
-
-            let effects = Finishes.deviceEffects(held, isRecorded: recorded.contains)
+            let effects = Finishes.deviceEffects(held, isRecorded: isRecorded)
             let used = effects.used
             if !used.isEmpty {
                 try db.cachedStatement(sql: """
@@ -263,11 +240,69 @@ extension SQLiteStore {
                 if case .moveEnvironment = change { continue }
                 try Self.recordDeactivation(db, webhooks, deviceID: deviceID, apnsTimestamp: timestamp, now: now)
             }
-            let failedIDs = held.filter { !$0.delivered && recorded.contains($0.deliveryID) }.map(\.deliveryID)
+            let failedIDs = held.filter { !$0.delivered && isRecorded($0.deliveryID) }.map(\.deliveryID)
             try Self.recordFailedDeliveries(db, webhooks, ids: failedIDs, now: now)
-            try Self.recordCompletionChecks(db, webhooks, ids: held.map(\.deliveryID).filter(recorded.contains), now: now)
-            return Finishes.ignored(outcomes, recorded: recorded.count)
+            try Self.recordCompletionChecks(db, webhooks, ids: held.map(\.deliveryID).filter(isRecorded), now: now)
+            return Finishes.ignored(outcomes, recorded: recorded?.count ?? held.count)
         }
+    }
+
+    /// A finish's first two steps (see `Finishes`): the batch's rows this worker
+    /// holds leave the outbox (`held`: leaving it is the proof of holding), and each
+    /// of those gets its result (`recorded`; nil: every one of `held`).
+    ///
+    /// Tried first without RETURNING, which SQLite carries out as a trigger program
+    /// and a row per delivery: the usual batch is held whole (each outcome's row left
+    /// the outbox) and recorded whole (a result is only written by the finish that
+    /// took its delivery out of the outbox), and the counts of rows changed prove
+    /// it. Otherwise (a duplicate in the batch, a lease another worker took over, a
+    /// result already there) the same steps run again, under a savepoint rolled back
+    /// to, with RETURNING naming the rows.
+    private static func leaveOutboxAndRecord(_ db: Database, worker: String, _ outcomes: [DeliveryOutcome],
+                                             now: Int64) throws -> (held: [DeliveryOutcome], recorded: Set<Int64>?) {
+        let ids = jsonArray(outcomes.map(\.deliveryID))
+        var whole = false
+        try db.inSavepoint {
+            try db.cachedStatement(sql: leaveOutboxSQL).execute(arguments: [worker, ids])
+            whole = try db.changesCount == outcomes.count
+                && insertResults(db, outcomes, now: now, rows: nil) == outcomes.count
+            return whole ? .commit : .rollback
+        }
+        if whole { return (outcomes, nil) }
+        let held = Finishes.held(outcomes, left: try Int64.fetchSet(
+            db.cachedStatement(sql: Statements.finishLeaveOutbox.sqlite), arguments: [worker, ids]))
+        var recorded = Set<Int64>(minimumCapacity: held.count)
+        try insertResults(db, held, now: now, rows: { id, _ in recorded.insert(id) })
+        return (held, recorded)
+    }
+
+    /// `Statements.finishLeaveOutbox` without its RETURNING clause.
+    private static let leaveOutboxSQL =
+        "DELETE FROM outbox WHERE claimed_by = ?1 AND delivery_id IN (SELECT value FROM json_each(?2))"
+
+    /// One result per outcome, none over one already there; with `rows`, RETURNING
+    /// gives the ids written. Returns how many were written.
+    @discardableResult
+    private static func insertResults(_ db: Database, _ outcomes: [DeliveryOutcome], now: Int64,
+                                      rows: ((Int64, Int64) -> Void)?) throws -> Int {
+        let finishedAt = now.databaseValue
+        let returning = rows == nil ? "" : "RETURNING delivery_id, delivery_id"
+        return try db.executeChunked(count: outcomes.count, maxRows: 256, sql: { count in
+            """
+            INSERT INTO results (delivery_id, state, status, reason, apns_timestamp, attempts, finished_at)
+            VALUES \(placeholders(rows: count, columns: 7))
+            ON CONFLICT (delivery_id) DO NOTHING \(returning)
+            """
+        }, bind: { i, values in
+            let o = outcomes[i]
+            values.append(o.deliveryID.databaseValue)
+            values.append(Finishes.state(o).databaseValue)
+            values.append(o.status.databaseValue)
+            values.append(o.reason.databaseValue)
+            values.append(o.timestamp.databaseValue)
+            values.append(o.attempts.databaseValue)
+            values.append(finishedAt)
+        }, rows: rows)
     }
 
     /// Counts the ended claim in `attempts` (see `ClaimedDelivery.attempts`); a retry

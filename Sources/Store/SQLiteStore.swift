@@ -213,11 +213,14 @@ extension Database {
     /// `bind(i, &arguments)` appends row `i`'s values; `finalArguments` are bound
     /// after the rows' (placeholders that follow the rows in the text). `each` gets
     /// every row a RETURNING clause gives, as its first two integer columns.
+    /// Returns the rows the statements inserted, updated or deleted.
+    @discardableResult
     func executeChunked(count: Int, maxRows: Int, sql: (Int) -> String,
                         bind: (Int, inout [DatabaseValue]) -> Void,
                         finalArguments: [DatabaseValue] = [],
-                        rows each: ((Int64, Int64) -> Void)? = nil) throws {
+                        rows each: ((Int64, Int64) -> Void)? = nil) throws -> Int {
         var start = 0
+        var changed = 0
         var values: [DatabaseValue] = []
         while start < count {
             var size = maxRows
@@ -226,8 +229,10 @@ extension Database {
             for i in start..<(start + size) { bind(i, &values) }
             values.append(contentsOf: finalArguments)
             try executeBound(try cachedStatement(sql: sql(size)), values, each: each)
+            changed += changesCount
             start += size
         }
+        return changed
     }
 
     /// Binds straight through SQLite's C API and steps to the end: building GRDB's
