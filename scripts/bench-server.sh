@@ -22,6 +22,7 @@ scripts/gen-pki.sh "$dir/pki"
 . "$(dirname "$0")/lib/server-config.sh"
 . "$(dirname "$0")/lib/server.sh"
 peak_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }  # utime + stime
 
 # N distinct tokens, one user each (the costliest fan-out: one preference and
 # device look-up per user), seeded 1000 a request through the bulk path.
@@ -90,6 +91,8 @@ payload='{"aps":{"alert":{"title":"Order Ready","body":"Order #1234 is ready for
 echo "$payload" >"$dir/payload.json"
 
 service_rates=()
+# CPU of the fan-outs alone (the seeding left out), the server's and the mock's.
+server_cpu0=$(cpu_s $server); mock_cpu0=$(cpu_s $mock)
 for r in $(seq "$runs"); do
   [ "$features" = 1 ] && idempotency=(-H "Idempotency-Key: bench-$r-$(openssl rand -hex 8)")
   # The end is read from the database (the /metrics gauge is counted on its own
@@ -107,21 +110,25 @@ for r in $(seq "$runs"); do
   service_rates+=("$rate")
 done
 server_rss=$(peak_kb $server)
-# The server's own CPU time over the seeding and every run (utime + stime, in ticks).
-server_cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$server/stat")
+# The server's own CPU time over the seeding and every run.
+server_cpu=$(cpu_s $server)
+fanout_cpu=$(python3 -c "print($server_cpu - $server_cpu0)"); fanout_mock_cpu=$(python3 -c "print($(cpu_s $mock) - $mock_cpu0)")
 kill -TERM $server; wait $server; server=
 
-send_rates=(); send_rss=()
+send_rates=(); send_rss=(); send_cpu=0
+mock_cpu0=$(cpu_s $mock)
 for r in $(seq "$runs"); do
   t0=$(date +%s.%N)
-  /usr/bin/time -f "%M" -o "$dir/time.out" "$bin/apns-send" --topic "$TOPIC" --key "$dir/pki/AuthKey_$KEY_ID.p8" \
+  /usr/bin/time -f "%M %U %S" -o "$dir/time.out" "$bin/apns-send" --topic "$TOPIC" --key "$dir/pki/AuthKey_$KEY_ID.p8" \
     --key-id "$KEY_ID" --team-id "$TEAM_ID" --endpoint "https://127.0.0.1:$mock_port" --cacert "$dir/pki/ca.pem" \
     --output "$dir/records.jsonl" "$dir/payload.json" "$dir/tokens.txt" 2>/dev/null || true
   t2=$(date +%s.%N)
   rate=$(python3 -c "print(round($n / ($t2 - $t0)))")
   echo "apns-send run $r: $(wc -l <"$dir/records.jsonl") records in $(python3 -c "print(round($t2 - $t0, 2))") s: $rate/s"
-  send_rates+=("$rate"); send_rss+=("$(tail -1 "$dir/time.out")")
+  read -r rss user sys < <(tail -1 "$dir/time.out")
+  send_rates+=("$rate"); send_rss+=("$rss"); send_cpu=$(python3 -c "print($send_cpu + $user + $sys)")
 done
+send_mock_cpu=$(python3 -c "print($(cpu_s $mock) - $mock_cpu0)")
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 s=$(median "${service_rates[@]}"); c=$(median "${send_rates[@]}")
 echo
@@ -133,6 +140,10 @@ echo "| $label | $s | $((server_rss / 1024)) MiB |"
 echo "| apns-send (same tokens, same mock) | $c | $(( $(median "${send_rss[@]}") / 1024 )) MiB |"
 echo "ratio apns-server / apns-send: $(python3 -c "print(round($s / $c, 2))") (goal >= 0.6)"
 echo "apns-server CPU: $server_cpu s over the seeding and $runs fan-outs"
+# Both are CPU-bound on a small machine: what each delivery costs, and the mock's share.
+per() { python3 -c "print(round($1 * 1e6 / ($runs * $n), 1))"; }
+echo "CPU per delivery: apns-server $(per "$fanout_cpu") µs (mock $(per "$fanout_mock_cpu") µs);" \
+  "apns-send $(per "$send_cpu") µs (mock $(per "$send_mock_cpu") µs)"
 if [ "$features" = 1 ]; then
   sleep 2  # the last notification.completed is sent on the webhook worker's next poll
   echo "webhook events received: $(wc -l <"$dir/events.log") ($(sort "$dir/events.log" | uniq -c | awk '{printf "%s %s; ", $2, $1}'))"
