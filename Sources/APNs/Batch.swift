@@ -128,6 +128,9 @@ struct Outgoing<Context: Sendable>: @unchecked Sendable {   // the C message is 
     let environment: Environment?
     let apnsID: String?
     let context: Context
+    /// Its token and apns-id were checked and are canonical: a message a lane had no
+    /// room for waits in `pending`, and is not checked again each time it is tried.
+    var checked = false
 }
 
 /// Drives one batch: pulls messages, keeps at most `window` of them in flight or
@@ -324,8 +327,6 @@ final class Batch<Context: Sendable> {
     private func fill() {
         var run: [Lane.Request] = [], runContexts: [Context] = []
         var runLane: Lane?, runEnvironment: Environment?
-        // The run's lane had this much room when the run began (see `Lane.room`).
-        var runRoom = 0
         func flush() -> Bool {
             guard let lane = runLane, !run.isEmpty else { return true }
             defer { run.removeAll(keepingCapacity: true); runContexts.removeAll(keepingCapacity: true) }
@@ -341,7 +342,7 @@ final class Batch<Context: Sendable> {
             }
             for k in started..<run.count {
                 let item = Outgoing(token: run[k].token, message: run[k].message, environment: runEnvironment,
-                                    apnsID: run[k].apnsID, context: runContexts[k])
+                                    apnsID: run[k].apnsID, context: runContexts[k], checked: true)
                 if case .closed = outcome {
                     local(item, token: item.token, error: APNsError.shutDown.description)
                 } else {
@@ -365,19 +366,26 @@ final class Batch<Context: Sendable> {
             } else {
                 break
             }
-            guard let token = DeviceToken.hex(of: item.token) else {
-                local(item, token: item.token.trimmingSpaces, reason: .badDeviceToken,
-                      error: "not 64 to 200 hex digits (even count)")
-                continue
-            }
-            var apnsID: String?
-            if let given = item.apnsID {
-                guard let canonical = canonicalAPNsID(given) else {
-                    local(item, token: token, reason: .badMessageId,
-                          error: "apns-id '\(given)' is not a UUID (8-4-4-4-12 hex digits)")
+            let token: String, apnsID: String?
+            if item.checked {
+                (token, apnsID) = (item.token, item.apnsID)
+            } else {
+                guard let hex = DeviceToken.hex(of: item.token) else {
+                    local(item, token: item.token.trimmingSpaces, reason: .badDeviceToken,
+                          error: "not 64 to 200 hex digits (even count)")
                     continue
                 }
-                apnsID = canonical
+                token = hex
+                if let given = item.apnsID {
+                    guard let canonical = canonicalAPNsID(given) else {
+                        local(item, token: token, reason: .badMessageId,
+                              error: "apns-id '\(given)' is not a UUID (8-4-4-4-12 hex digits)")
+                        continue
+                    }
+                    apnsID = canonical
+                } else {
+                    apnsID = nil
+                }
             }
             if let unreachable {
                 local(item, token: token, error: unreachable)
@@ -390,14 +398,13 @@ final class Batch<Context: Sendable> {
                 local(item, token: token, error: error.description)
                 continue
             }
-            if runLane !== lane || run.count >= runRoom {
+            if runLane !== lane {
                 if !flush() {
                     fromPending.insert(item, at: index)   // not started: it stays first in line
                     break
                 }
                 runLane = lane
                 runEnvironment = item.environment
-                runRoom = lane.room
             }
             run.append(Lane.Request(token: token, message: item.message, apnsID: apnsID))
             runContexts.append(item.context)

@@ -408,14 +408,6 @@ final class Lane: Sendable {
         return result
     }
 
-    /// Free slots now, at least one: a batch takes no more than this into a run. Many
-    /// batches share a lane, and a freed slot wakes every one that waits; a run sized
-    /// to the batch's window would check and copy hundreds of requests to start one.
-    /// The one a full lane gets is what puts the batch in line to be woken again.
-    var room: Int {
-        max(1, locked { $0.machine.free.count })
-    }
-
     /// The batch stopped: nothing of it is sent again; answers in flight still count.
     func cancel(_ inbox: BatchInbox) {
         var fx = Effects()

@@ -24,43 +24,14 @@ import Testing
         let audit = client.dispatcher.defaultLane.audit
         await client.shutdown()
 
-        Self.expectEachDeliveredOnce(results, tokens, mock: mock, lane: audit, client: client)
-        #expect(Set(results.compactMap(\.apnsID)).count == tokens.count)
-        #expect(client.statistics.connectionsOpened == 1, "one connection for every caller")
-    }
-
-    /// Every token answered once, 200 at its first attempt, and the lane idle again.
-    static func expectEachDeliveredOnce(_ results: [DeliveryResult], _ tokens: [String], mock: MockServer,
-                                        lane audit: Lane.Audit, client: APNsClient) {
         #expect(results.count == tokens.count)
         #expect(Set(results.map(\.token)) == Set(tokens))
         #expect(results.allSatisfy { $0.status == 200 && $0.attempts == 1 })
+        #expect(Set(results.compactMap(\.apnsID)).count == tokens.count)
         #expect(mock.statistics().byStatus[200] == UInt64(tokens.count))
+        #expect(client.statistics.connectionsOpened == 1, "one connection for every caller")
         #expect(audit == .init(busy: 0, free: client.configuration.outstandingLimit, slotsHoldingMessages: 0,
                                waiters: 0, retries: 0))
-    }
-
-    /// Several batches at once on a small lane (16 in flight): each freed slot wakes every
-    /// batch that waits, and each takes no more than the lane has room for. None is
-    /// left waiting with no slot to wake it: every message ends once, with its answer.
-    @Test(.timeLimit(.minutes(2)))
-    func batchesSharingAFullLaneAllFinish() async throws {
-        let mock = try Harness.mock { $0.latency = .milliseconds(2) }
-        let client = try Harness.client(mock, transport: .nghttp2, maxInFlight: 16)
-        let note = Harness.notification()
-        let tokens = Harness.tokens(2_400)
-        let parts = stride(from: 0, to: tokens.count, by: 300).map { Array(tokens[$0..<min($0 + 300, tokens.count)]) }
-        let results = await withTaskGroup(of: [DeliveryResult].self) { group in
-            for part in parts { group.addTask { await client.sendAll(note, to: part) } }
-            var all: [DeliveryResult] = []
-            for await part in group { all += part }
-            return all
-        }
-        let audit = client.dispatcher.defaultLane.audit
-        await client.shutdown()
-
-        Self.expectEachDeliveredOnce(results, tokens, mock: mock, lane: audit, client: client)
-        #expect(mock.statistics().maxConcurrentStreamsSeen <= 16)
     }
 
     /// Half the callers are cancelled mid-flight: the other half lose nothing, each
