@@ -263,22 +263,18 @@ extension SQLiteStore {
         let ids = jsonArray(outcomes.map(\.deliveryID))
         var whole = false
         try db.inSavepoint {
-            try db.cachedStatement(sql: leaveOutboxSQL).execute(arguments: [worker, ids])
+            try db.cachedStatement(sql: Statements.finishLeaveOutbox.sqlite).execute(arguments: [worker, ids])
             whole = try db.changesCount == outcomes.count
                 && insertResults(db, outcomes, now: now, rows: nil) == outcomes.count
             return whole ? .commit : .rollback
         }
         if whole { return (outcomes, nil) }
         let held = Finishes.held(outcomes, left: try Int64.fetchSet(
-            db.cachedStatement(sql: Statements.finishLeaveOutbox.sqlite), arguments: [worker, ids]))
+            db.cachedStatement(sql: Statements.finishLeaveOutboxReturning.sqlite), arguments: [worker, ids]))
         var recorded = Set<Int64>(minimumCapacity: held.count)
         try insertResults(db, held, now: now, rows: { id, _ in recorded.insert(id) })
         return (held, recorded)
     }
-
-    /// `Statements.finishLeaveOutbox` without its RETURNING clause.
-    private static let leaveOutboxSQL =
-        "DELETE FROM outbox WHERE claimed_by = ?1 AND delivery_id IN (SELECT value FROM json_each(?2))"
 
     /// One result per outcome, none over one already there; with `rows`, RETURNING
     /// gives the ids written. Returns how many were written.

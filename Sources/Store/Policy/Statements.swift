@@ -32,16 +32,15 @@ enum Statements {
             """)
 
     /// A finish's first step (see `Finishes`): the batch's rows this worker still
-    /// holds leave the outbox; 1 the worker, 2 the delivery ids. Returns those that left.
+    /// holds leave the outbox; 1 the worker, 2 the delivery ids.
     static let finishLeaveOutbox = Spelling(
-        sqlite: """
-            DELETE FROM outbox WHERE claimed_by = ?1 AND delivery_id IN (SELECT value FROM json_each(?2))
-            RETURNING delivery_id
-            """,
-        postgres: """
-            DELETE FROM outbox WHERE claimed_by = $1 AND delivery_id = ANY($2::bigint[])
-            RETURNING delivery_id
-            """)
+        sqlite: "DELETE FROM outbox WHERE claimed_by = ?1 AND delivery_id IN (SELECT value FROM json_each(?2))",
+        postgres: "DELETE FROM outbox WHERE claimed_by = $1 AND delivery_id = ANY($2::bigint[])")
+
+    /// The same, returning the ids that left.
+    static let finishLeaveOutboxReturning = Spelling(
+        sqlite: finishLeaveOutbox.sqlite + "\nRETURNING delivery_id",
+        postgres: finishLeaveOutbox.postgres + "\nRETURNING delivery_id")
 
     /// A cancel's first step (`CancelPlan`): of the notification's deliveries and the
     /// carriers of its batched members, the outbox rows no worker holds; ?1/$1 the

@@ -239,7 +239,7 @@ extension PostgresStore {
             leave.append(worker)
             leave.append(outcomes.map(\.deliveryID))
             let held = Finishes.held(outcomes, left: Set(
-                try await db.rows(PostgresQuery(unsafeSQL: Statements.finishLeaveOutbox.postgres, binds: leave))
+                try await db.rows(PostgresQuery(unsafeSQL: Statements.finishLeaveOutboxReturning.postgres, binds: leave))
                     .map { try $0.get(0, Int64.self) }))
 
             var deviceOf: [Int64: Int64] = [:]
