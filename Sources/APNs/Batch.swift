@@ -327,6 +327,8 @@ final class Batch<Context: Sendable> {
     private func fill() {
         var run: [Lane.Request] = [], runContexts: [Context] = []
         var runLane: Lane?, runEnvironment: Environment?
+        // The run's lane had this much room when the run began (see `Lane.room`).
+        var runRoom = 0
         func flush() -> Bool {
             guard let lane = runLane, !run.isEmpty else { return true }
             defer { run.removeAll(keepingCapacity: true); runContexts.removeAll(keepingCapacity: true) }
@@ -398,13 +400,14 @@ final class Batch<Context: Sendable> {
                 local(item, token: token, error: error.description)
                 continue
             }
-            if runLane !== lane {
+            if runLane !== lane || run.count >= runRoom {
                 if !flush() {
                     fromPending.insert(item, at: index)   // not started: it stays first in line
                     break
                 }
                 runLane = lane
                 runEnvironment = item.environment
+                runRoom = lane.room
             }
             run.append(Lane.Request(token: token, message: item.message, apnsID: apnsID))
             runContexts.append(item.context)

@@ -39,6 +39,14 @@ struct FIFO<Element> {
         return nil
     }
 
+    /// Whether an element matches (a batch already in line).
+    func contains(where matches: (Element) -> Bool) -> Bool {
+        for offset in 0..<used {
+            if let item = ring[(head + offset) % ring.count], matches(item) { return true }
+        }
+        return false
+    }
+
     /// Removes and returns the first element that matches (a cancelled waiter).
     mutating func removeFirst(where matches: (Element) -> Bool) -> Element? {
         for offset in 0..<used {

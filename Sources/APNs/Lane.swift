@@ -352,8 +352,8 @@ final class Lane: Sendable {
             let result = body(&s)
             // Written only when it changed: callers read it on every send, and a store
             // per locked section would take their cache line away each time.
-            if lineLength.load(ordering: .relaxed) != s.machine.waiters.count {
-                lineLength.store(s.machine.waiters.count, ordering: .relaxed)
+            if lineLength.load(ordering: .relaxed) != s.machine.waiting {
+                lineLength.store(s.machine.waiting, ordering: .relaxed)
             }
             return result
         }
@@ -406,6 +406,14 @@ final class Lane: Sendable {
         }
         settle(&fx)
         return result
+    }
+
+    /// Free slots now, at least one: a batch takes no more than this into a run. A
+    /// batch woken for a freed slot would otherwise build a run the size of its window
+    /// (hundreds of requests checked, copied and put back) to start one. The one a
+    /// full lane gets is what puts the batch in line to be woken again.
+    var room: Int {
+        max(1, locked { $0.machine.free.count })
     }
 
     /// The batch stopped: nothing of it is sent again; answers in flight still count.
@@ -711,7 +719,7 @@ extension Lane {
     var audit: Audit {
         state.withLock { s in
             Audit(busy: s.machine.busy, free: s.machine.free.count, slotsHoldingMessages: s.held.count { $0.message != nil },
-                  waiters: s.machine.waiters.count, retries: s.machine.retries.count)
+                  waiters: s.machine.waiting, retries: s.machine.retries.count)
         }
     }
 }

@@ -34,6 +34,36 @@ import Testing
                                waiters: 0, retries: 0))
     }
 
+    /// Several batches at once on a small lane (16 in flight), as apns-server's worker
+    /// loops send: a freed slot wakes one waiting batch, which takes no more than the
+    /// lane has room for. None is left waiting with no slot to wake it: every message
+    /// ends once, with its answer, and the lane ends empty. (The limit only catches a
+    /// stall: alone this takes under a second.)
+    @Test(.timeLimit(.minutes(5)))
+    func batchesSharingAFullLaneAllFinish() async throws {
+        let mock = try Harness.mock { $0.latency = .milliseconds(2) }
+        let client = try Harness.client(mock, transport: .nghttp2, maxInFlight: 16)
+        let note = Harness.notification()
+        let tokens = Harness.tokens(2_400)
+        let parts = stride(from: 0, to: tokens.count, by: 300).map { Array(tokens[$0..<min($0 + 300, tokens.count)]) }
+        let results = await withTaskGroup(of: [DeliveryResult].self) { group in
+            for part in parts { group.addTask { await client.sendAll(note, to: part) } }
+            var all: [DeliveryResult] = []
+            for await part in group { all += part }
+            return all
+        }
+        let audit = client.dispatcher.defaultLane.audit
+        await client.shutdown()
+
+        #expect(results.count == tokens.count)
+        #expect(Set(results.map(\.token)) == Set(tokens))
+        #expect(results.allSatisfy { $0.status == 200 && $0.attempts == 1 })
+        #expect(mock.statistics().byStatus[200] == UInt64(tokens.count))
+        #expect(mock.statistics().maxConcurrentStreamsSeen <= 16)
+        #expect(audit == .init(busy: 0, free: client.configuration.outstandingLimit, slotsHoldingMessages: 0,
+                               waiters: 0, retries: 0))
+    }
+
     /// Half the callers are cancelled mid-flight: the other half lose nothing, each
     /// cancelled caller still gets exactly one result (its real answer if it was
     /// sent, status 0 if it was still waiting for room), and nothing stays held.

@@ -93,7 +93,7 @@ import TestSupport
     /// caller waits only while no slot is free.
     func expectConsistent(_ m: Machine, sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(m.busy + m.free.count == m.capacity, sourceLocation: sourceLocation)
-        #expect(m.waiters.isEmpty || m.free.isEmpty, sourceLocation: sourceLocation)
+        #expect(m.callers.isEmpty || m.free.isEmpty, sourceLocation: sourceLocation)
         #expect(Set(m.free).count == m.free.count, sourceLocation: sourceLocation)
     }
 
@@ -113,16 +113,16 @@ import TestSupport
         var m = machine(capacity: 2)
         enter(&m, ["a", "b", "c", "d"])
         _ = take(&m)
-        #expect(m.busy == 2 && m.waiters.count == 2)
+        #expect(m.busy == 2 && m.callers.count == 2)
         expectConsistent(m)
 
         m.complete([(slot: 0, answer: answer(200))], now: t0 + .milliseconds(5))
         #expect(take(&m) == ["finish 0 200", "fill 0 c", "submit 0"])
-        #expect(m.busy == 2 && m.waiters.count == 1)
+        #expect(m.busy == 2 && m.callers.count == 1)
         expectConsistent(m)
     }
 
-    @Test func aBatchStartsWhatFitsAndIsWokenBeforeTheCallerBehindIt() {
+    @Test func aBatchStartsWhatFitsAndAFreedSlotGoesToACallerBeforeIt() {
         var m = machine(capacity: 2)
         let inbox = Inbox("b1")
         #expect(m.startBatch(count: 3, inbox, now: t0) == .started(2))
@@ -130,9 +130,65 @@ import TestSupport
         m.enter(caller: 7, "c", taskCancelled: false, now: t0)
         #expect(take(&m).isEmpty)
 
+        // The caller gets the slot; waking the batch for it would be in vain.
         m.complete([(slot: 1, answer: answer(200))], now: t0)
-        #expect(take(&m) == ["finish 1 200", "poke b1", "fill 1 c", "submit 1"])
+        #expect(take(&m) == ["finish 1 200", "fill 1 c", "submit 1"])
         expectConsistent(m)
+        m.complete([(slot: 0, answer: answer(200))], now: t0)
+        #expect(take(&m) == ["finish 0 200", "poke b1"])
+        #expect(m.startBatch(count: 1, inbox, now: t0) == .started(1))
+        #expect(take(&m) == ["fill 0 item 0", "submit 0"])
+        expectConsistent(m)
+    }
+
+    /// Batches that did not fit wait in line, each once; a freed slot wakes the first
+    /// (not all of them: each would rebuild its run to start one request, or none),
+    /// and one that still has more after it ran goes to the back.
+    @Test func aFreedSlotWakesOneWaitingBatchInTurn() {
+        var m = machine(capacity: 2)
+        let (b1, b2, b3) = (Inbox("b1"), Inbox("b2"), Inbox("b3"))
+        #expect(m.startBatch(count: 5, b1, now: t0) == .started(2))
+        #expect(m.startBatch(count: 5, b2, now: t0) == .started(0))
+        #expect(m.startBatch(count: 5, b3, now: t0) == .started(0))
+        #expect(m.startBatch(count: 5, b2, now: t0) == .started(0))   // woken by something else: keeps its place
+        #expect(m.batches.count == 3)
+        _ = take(&m)
+
+        m.complete([(slot: 1, answer: answer(200))], now: t0)
+        #expect(take(&m) == ["finish 1 200", "poke b1"])
+        expectConsistent(m)
+        #expect(m.startBatch(count: 3, b1, now: t0) == .started(1))   // more left: to the back
+        _ = take(&m)
+        m.complete([(slot: 0, answer: answer(200))], now: t0)
+        #expect(take(&m) == ["finish 0 200", "poke b2"])
+        m.complete([(slot: 1, answer: answer(200))], now: t0)
+        #expect(take(&m) == ["finish 1 200", "poke b3", "poke b1", "drained"])
+        #expect(m.batches.isEmpty)
+    }
+
+    /// A batch woken for a slot may not come back for it (it stopped meanwhile): once
+    /// nothing is in flight, no later slot would wake the others, so all are woken.
+    @Test func whenNothingIsInFlightEveryWaitingBatchIsWoken() {
+        var m = machine(capacity: 1)
+        let (b1, b2, b3) = (Inbox("b1"), Inbox("b2"), Inbox("b3"))
+        m.enter(caller: 1, "a", taskCancelled: false, now: t0)
+        for b in [b1, b2, b3] { #expect(m.startBatch(count: 2, b, now: t0) == .started(0)) }
+        _ = take(&m)
+        m.complete([(slot: 0, answer: answer(200))], now: t0)
+        #expect(take(&m) == ["finish 0 200", "poke b1", "poke b2", "poke b3", "drained"])
+    }
+
+    /// A cancelled batch leaves the line: no freed slot wakes it in vain.
+    @Test func aCancelledBatchLeavesTheLine() {
+        var m = machine(capacity: 2)
+        let (b1, b2) = (Inbox("b1"), Inbox("b2"))
+        #expect(m.startBatch(count: 2, b1, now: t0) == .started(2))
+        #expect(m.startBatch(count: 2, b2, now: t0) == .started(0))
+        _ = take(&m)
+        m.cancel(batch: b2, now: t0)
+        #expect(m.batches.isEmpty)
+        m.complete([(slot: 0, answer: answer(200))], now: t0)
+        #expect(take(&m) == ["finish 0 200"])
     }
 
     @Test func theLastRequestToEndDrainsTheLane() {
@@ -534,10 +590,88 @@ import TestSupport
                 }
                 apply(&m)
             }
-            #expect(m.isDrained && m.retries.isEmpty && m.waiters.isEmpty)
+            #expect(m.isDrained && m.retries.isEmpty && m.waiting == 0)
             #expect(outstanding.isEmpty)
             #expect(ended.values.allSatisfy { $0 == 1 })
             #expect(ended.count == next)
+        }
+    }
+
+    /// Batches and single callers on a small lane, in random order: a batch runs
+    /// (starts what fits) when it is woken, at a random later moment, and now and then
+    /// on its own (its results woke it); some stop sending (cancelled). Every request
+    /// of every batch that goes on is started and ends once, and no batch is stranded:
+    /// answering what is in flight and running the woken batches always finishes them.
+    @Test(.ownThread) func batchesSharingALaneAllFinishWhateverTheOrderOfEvents() {
+        var rng = SeededRandom(seed: 7)
+        for _ in 0..<500 {
+            var m = machine(capacity: 2, maxAttempts: 3)
+            var now = t0
+            let inboxes = (0..<6).map { Inbox("b\($0)") }
+            var left = inboxes.map { _ in Int.random(in: 1...12, using: &rng) }   // not started yet
+            let total = left.reduce(0, +)
+            var ended = Array(repeating: 0, count: inboxes.count)
+            var stopped = Array(repeating: false, count: inboxes.count)
+            var woken = Set<Int>()
+            var inFlight = Set<Int>()
+            var owners: [Int: Int] = [:]   // slot: the batch (or -1, a caller) filled into it
+            var runner = -1
+            func index(_ inbox: Inbox) -> Int { inboxes.firstIndex { $0 === inbox }! }
+            func apply(_ m: inout Machine) {
+                for action in m.actions {
+                    switch action {
+                    case .fill(let slot, .batchItem): owners[slot] = runner
+                    case .fill(let slot, _): owners[slot] = -1
+                    case .submit(let slot, _): inFlight.insert(slot)
+                    case .finish(let slot, _):
+                        inFlight.remove(slot)
+                        if let b = owners.removeValue(forKey: slot), b >= 0 { ended[b] += 1 }
+                    case .poke(let inbox): woken.insert(index(inbox))
+                    default: break
+                    }
+                }
+                m.actions.removeAll()
+            }
+            func run(_ b: Int, _ m: inout Machine) {
+                woken.remove(b)
+                guard !stopped[b], left[b] > 0 else { return }
+                runner = b
+                if case .started(let n) = m.startBatch(count: left[b], inboxes[b], now: now) { left[b] -= n }
+                apply(&m)
+            }
+            for b in inboxes.indices { run(b, &m) }
+            var rounds = 0
+            while (inFlight.count > 0 || !woken.isEmpty || !m.retries.isEmpty) && rounds < 10_000 {
+                rounds += 1
+                now += .milliseconds(Int.random(in: 0...300, using: &rng))
+                switch Int.random(in: 0..<13, using: &rng) {
+                case 0..<5 where !inFlight.isEmpty:
+                    let slot = inFlight.randomElement(using: &rng)!
+                    inFlight.remove(slot)
+                    let answers: [LaneAnswer] = [answer(200), answer(200), answer(410, .unregistered), answer(503),
+                                                 .notProcessed(error: nil), .timedOut(error: nil)]
+                    m.complete([(slot: slot, answer: answers.randomElement(using: &rng)!)], now: now)
+                case 5..<8 where !woken.isEmpty: run(woken.randomElement(using: &rng)!, &m)
+                case 8..<10: run(Int.random(in: 0..<inboxes.count, using: &rng), &m)
+                case 10: m.enter(caller: rounds, "c\(rounds)", taskCancelled: false, now: now)
+                case 11 where Int.random(in: 0..<4, using: &rng) == 0:
+                    let b = Int.random(in: 0..<inboxes.count, using: &rng)
+                    if !stopped[b] {
+                        stopped[b] = true
+                        m.cancel(batch: inboxes[b], now: now)
+                    }
+                default: m.timerFired(now: now)
+                }
+                apply(&m)
+                expectConsistent(m)
+            }
+            // Nothing in flight, no retry due, no batch woken: every batch that went on
+            // has started everything, and everything started has ended.
+            for b in inboxes.indices where !stopped[b] {
+                #expect(left[b] == 0, "batch \(b) stranded with \(left[b]) not started")
+            }
+            #expect(m.isDrained && m.batches.isEmpty)
+            #expect(ended.reduce(0, +) == total - left.reduce(0, +))
         }
     }
 }

@@ -9,9 +9,11 @@
 /// without a socket.
 ///
 /// A slot is one request in flight: a fixed table of `capacity` of them bounds what
-/// the lane has in flight. A caller who finds none free waits in line (`waiters`),
-/// and the next slot that frees goes to the first caller in line, with the batches
-/// before it woken to try again.
+/// the lane has in flight. A caller who finds none free waits in line (`callers`),
+/// and the next slot that frees goes to the first of them. A batch that did not fit
+/// waits in a line of its own (`batches`): a slot no caller takes wakes one batch,
+/// which starts what there is room for when it runs. Waking every waiting batch for
+/// each slot had each of them rebuild its run to start one request, or none.
 struct LaneStateMachine<Caller, Batch: AnyObject> {
     typealias Action = LaneAction<Caller, Batch>
     typealias Instant = ContinuousClock.Instant
@@ -47,11 +49,6 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
         var batch: ObjectIdentifier?
     }
 
-    enum Waiter {
-        case caller(id: Int, Caller)
-        case batch(Batch)
-    }
-
     struct Retry {
         let due: Time
         let slot: Int
@@ -85,8 +82,14 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
 
     private(set) var slots: [Slot]
     private(set) var free: [Int]
-    /// Invariant: a caller waits only while `free` is empty.
-    private(set) var waiters = FIFO<Waiter>()
+    /// Single callers waiting for a slot, in order. Invariant: a caller waits only
+    /// while `free` is empty.
+    private(set) var callers = FIFO<(id: Int, caller: Caller)>()
+    /// Batches to wake when a slot frees, in order, each at most once. A free slot
+    /// can outlast a waiting batch for a moment: the one woken for it has yet to run.
+    private(set) var batches = FIFO<Batch>()
+    /// Callers and batches waiting.
+    var waiting: Int { callers.count + batches.count }
     private(set) var retries: [Retry] = []
     /// Slots in use (filled, or handed to a waiter).
     private(set) var busy = 0
@@ -152,12 +155,13 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
             submit(CollectionOfOne(slot), resend: false, now: now)
             submitStarts(now: now)
         } else {
-            waiters.append(.caller(id: id, caller))
+            callers.append((id: id, caller: caller))
         }
     }
 
     /// A batch's `count` requests: as many as there are free slots start, the first
-    /// ones, in one submit; when some did not fit, the batch waits to be woken.
+    /// ones, in one submit; when some did not fit, the batch waits to be woken (once:
+    /// a batch already waiting keeps its place).
     mutating func startBatch(count: Int, _ batch: Batch, now: Instant) -> Started {
         if closed { return .closed }
         let now = time(now)
@@ -173,7 +177,7 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
             actions.append(.fill(slot: slot, .batchItem(index: i)))
             started.append(slot)
         }
-        if started.count < count { waiters.append(.batch(batch)) }
+        if started.count < count, !batches.contains(where: { $0 === batch }) { batches.append(batch) }
         submit(started, resend: false, now: now)
         submitStarts(now: now)
         return .started(started.count)
@@ -184,19 +188,19 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     /// The caller's task was cancelled. Still in line: it leaves with a result of its
     /// own and is never sent. In flight: its answer still counts, but no resend.
     mutating func cancel(caller id: Int) {
-        if case .caller(_, let caller)? = waiters.removeFirst(where: {
-            if case .caller(id, _) = $0 { true } else { false }
-        }) {
-            actions.append(.notSent(caller, why: "cancelled before it was sent"))
+        if let waiter = callers.removeFirst(where: { $0.id == id }) {
+            actions.append(.notSent(waiter.caller, why: "cancelled before it was sent"))
         } else if let slot = slots.firstIndex(where: { $0.callerID == id }) {
             slots[slot].cancelled = true
         }
     }
 
     /// The batch stopped: nothing of it is sent again; answers in flight still count,
-    /// and its requests waiting for a retry end now.
+    /// and its requests waiting for a retry end now. It leaves the line, so that no
+    /// freed slot wakes it in vain.
     mutating func cancel(batch: Batch, now: Instant) {
         let now = time(now)
+        _ = batches.removeFirst(where: { $0 === batch })
         let id = ObjectIdentifier(batch)
         for slot in slots.indices where slots[slot].batch == id { slots[slot].cancelled = true }
         let (mine, others) = retries.partitioned { slots[$0.slot].cancelled }
@@ -373,11 +377,9 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
     /// see it. What is in flight (retries included) goes on to its final result.
     mutating func close() {
         closed = true
-        while let waiter = waiters.popFirst() {
-            switch waiter {
-            case .batch(let batch): actions.append(.poke(batch))
-            case .caller(_, let caller): actions.append(.notSent(caller, why: APNsError.shutDown.description))
-            }
+        while let batch = batches.popFirst() { actions.append(.poke(batch)) }
+        while let waiter = callers.popFirst() {
+            actions.append(.notSent(waiter.caller, why: APNsError.shutDown.description))
         }
     }
 
@@ -471,23 +473,25 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
         release(slot)
     }
 
-    /// A freed slot goes to the first caller in line (batches before it are woken to
-    /// try again), else back to the free list.
+    /// A freed slot goes to the first caller in line; else back to the free list, and
+    /// the first batch in line is woken to take it. With nothing in flight any more,
+    /// every waiting batch is woken: no later slot would wake them, and one woken in
+    /// vain (it stopped sending meanwhile) must not leave the rest asleep.
     private mutating func release(_ slot: Int) {
-        while let waiter = waiters.popFirst() {
-            switch waiter {
-            case .batch(let batch):
-                actions.append(.poke(batch))
-            case .caller(let id, let caller):
-                busy += 1
-                slots[slot].callerID = id
-                actions.append(.fill(slot: slot, .waiter(caller)))
-                starts.append(slot)
-                return
-            }
+        if let waiter = callers.popFirst() {
+            busy += 1
+            slots[slot].callerID = waiter.id
+            actions.append(.fill(slot: slot, .waiter(waiter.caller)))
+            starts.append(slot)
+            return
         }
         free.append(slot)
-        if busy == 0 { actions.append(.drained) }
+        if busy == 0 {
+            while let batch = batches.popFirst() { actions.append(.poke(batch)) }
+            actions.append(.drained)
+        } else if let batch = batches.popFirst() {
+            actions.append(.poke(batch))
+        }
     }
 
     /// Submits the slots filled for waiting callers, in one run. Ending a request can
