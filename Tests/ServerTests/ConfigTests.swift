@@ -37,6 +37,8 @@ import TestSupport
             ("missing api keys", [("api_keys_file: api-keys", "api_keys_file: missing-keys")], "api_keys_file: cannot read"),
             ("http endpoint", [("sandbox_endpoint: https://", "sandbox_endpoint: http://")], "TLS is always on"),
             ("lease", [("lease_seconds: 30", "lease_seconds: zero")], "worker.lease_seconds must be an integer"),
+            ("write-back", [("log_level: warning", "log_level: warning\nshutdown_write_back_seconds: 0")],
+             "shutdown_write_back_seconds must be an integer in 1...3600"),
             ("unreachable database", [("database: sqlite:var/apns.db",
                                        "database: postgres://apns:s3cret@127.0.0.1:\(freePort())/apns?sslmode=disable")],
              "migrate: cannot reach PostgreSQL at 127.0.0.1:"),

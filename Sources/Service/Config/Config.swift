@@ -46,6 +46,10 @@ public struct ServerConfig: Sendable {
     /// On SIGTERM, how long the drain may take; what APNs has not answered by then
     /// goes back to the outbox for the next process, and the exit is 0.
     public var shutdownGraceSeconds = 25
+    /// Past the grace, how long writing the unanswered back to the outbox may take
+    /// before the process exits anyway (their leases then cover them). A hang guard:
+    /// the write-back takes milliseconds on a machine with CPU to spare.
+    public var shutdownWriteBackSeconds = 10
     /// A bearer token `/metrics` accepts besides the API keys (for a scraper that
     /// should not hold an API key); nil: the API keys only.
     var metricsToken: [UInt8]?

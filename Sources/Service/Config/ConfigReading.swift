@@ -174,6 +174,7 @@ extension ServerConfig {
         let perAddress = try reader.int("max_connections_per_address", default: 64, range: 1...1_000_000)
         let maxConnections = try reader.int("max_connections", default: 4096, range: 1...1_000_000)
         let grace = try reader.int("shutdown_grace_seconds", default: 25, range: 1...3600)
+        let writeBack = try reader.int("shutdown_write_back_seconds", default: 10, range: 1...3600)
         let metricsRefresh = try reader.int("metrics_refresh_ms", default: 5000, range: 10...3_600_000)
         var metricsToken: [UInt8]?
         var metricsTokenPath: String?
@@ -203,6 +204,7 @@ extension ServerConfig {
         config.maxConnectionsPerAddress = perAddress
         config.maxConnections = maxConnections
         config.shutdownGraceSeconds = grace
+        config.shutdownWriteBackSeconds = writeBack
         config.metricsRefreshMillis = metricsRefresh
         config.metricsToken = metricsToken
         config.webhooks = webhooks
