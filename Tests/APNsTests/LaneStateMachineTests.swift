@@ -166,6 +166,25 @@ import TestSupport
         #expect(m.batches.isEmpty)
     }
 
+    /// A batch in line that started everything it had (its own answers woke it) leaves
+    /// the line: a freed slot wakes the next one, not it.
+    @Test func aBatchThatStartedEverythingLeavesTheLine() {
+        var m = machine(capacity: 2)
+        let (b1, b2) = (Inbox("b1"), Inbox("b2"))
+        #expect(m.startBatch(count: 3, b1, now: t0) == .started(2))
+        #expect(m.startBatch(count: 2, b2, now: t0) == .started(0))
+        _ = take(&m)
+        m.complete([(slot: 0, answer: answer(200))], now: t0)
+        #expect(take(&m) == ["finish 0 200", "poke b1"])
+        // b2, still in line, runs first (its own answers woke it) and starts all it has.
+        #expect(m.startBatch(count: 1, b2, now: t0) == .started(1))
+        #expect(m.batches.isEmpty)
+        #expect(m.startBatch(count: 1, b1, now: t0) == .started(0))   // b1 came too late: in line again
+        _ = take(&m)
+        m.complete([(slot: 1, answer: answer(200))], now: t0)
+        #expect(take(&m) == ["finish 1 200", "poke b1"])
+    }
+
     /// A batch woken for a slot may not come back for it (it stopped meanwhile): once
     /// nothing is in flight, no later slot would wake the others, so all are woken.
     @Test func whenNothingIsInFlightEveryWaitingBatchIsWoken() {

@@ -161,7 +161,8 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
 
     /// A batch's `count` requests: as many as there are free slots start, the first
     /// ones, in one submit; when some did not fit, the batch waits to be woken (once:
-    /// a batch already waiting keeps its place).
+    /// a batch already waiting keeps its place). One that started everything leaves
+    /// the line: it waits for nothing, and a slot that woke it would go unused.
     mutating func startBatch(count: Int, _ batch: Batch, now: Instant) -> Started {
         if closed { return .closed }
         let now = time(now)
@@ -177,7 +178,11 @@ struct LaneStateMachine<Caller, Batch: AnyObject> {
             actions.append(.fill(slot: slot, .batchItem(index: i)))
             started.append(slot)
         }
-        if started.count < count, !batches.contains(where: { $0 === batch }) { batches.append(batch) }
+        if started.count < count {
+            if !batches.contains(where: { $0 === batch }) { batches.append(batch) }
+        } else if !batches.isEmpty {
+            _ = batches.removeFirst(where: { $0 === batch })
+        }
         submit(started, resend: false, now: now)
         submitStarts(now: now)
         return .started(started.count)
