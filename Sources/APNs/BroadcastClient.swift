@@ -1,6 +1,7 @@
 import CAPNs
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Broadcast push (iOS 18) for one app: its channels (create, read, delete, list)
 /// and sends to a channel. Sends go through the client's engine (its connection
@@ -63,8 +64,8 @@ public final class BroadcastClient: Sendable {
         if let bad = local(.read, channelID) { return bad }
         let answer = await call(.read, "GET", "/1/apps/\(bundleID)/channels", channelID: channelID)
         guard answer.status == 200 else { return answer.result(.read, channelID: channelID) }
-        guard let raw = answer.object?["message-storage-policy"] as? NSNumber,
-              let policy = MessageStoragePolicy(rawValue: raw.intValue) else {
+        guard let raw = answer.decoded(ChannelBody.self)?.storagePolicy,
+              let policy = MessageStoragePolicy(rawValue: raw) else {
             return answer.result(.read, channelID: channelID, error: "APNs answered 200 without a message-storage-policy")
         }
         return answer.result(.read, channelID: channelID, storagePolicy: policy)
@@ -79,7 +80,7 @@ public final class BroadcastClient: Sendable {
     public func listChannels() async -> ChannelResult {
         let answer = await call(.list, "GET", "/1/apps/\(bundleID)/all-channels")
         guard answer.status == 200 else { return answer.result(.list) }
-        guard let ids = answer.object?["channels"] as? [String] else {
+        guard let ids = answer.decoded(ChannelListBody.self)?.channels else {
             return answer.result(.list, error: "APNs answered 200 without a channels list")
         }
         return answer.result(.list, channelIDs: ids)
@@ -170,8 +171,9 @@ private final class Manager: Sendable {
 
         static func failed(_ why: String) -> Answer { Answer(error: why) }
 
-        var object: [String: Any]? {
-            (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
+        /// The body as `T`, nil when it is not that JSON.
+        func decoded<T: Decodable>(_: T.Type) -> T? {
+            try? JSONDecoder().decode(T.self, from: Data(body))
         }
 
         func result(_ op: ChannelResult.Operation, channelID: String? = nil, storagePolicy: MessageStoragePolicy? = nil,
@@ -244,4 +246,14 @@ private final class Manager: Sendable {
 private func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafePointer<UInt8>?, Int) -> R) -> R {
     guard let bytes else { return body(nil, 0) }
     return bytes.withUnsafeBufferPointer { body($0.baseAddress, $0.count) }
+}
+
+/// The bodies of APNs' channel answers that the client reads.
+private struct ChannelBody: Decodable {
+    let storagePolicy: Int
+    enum CodingKeys: String, CodingKey { case storagePolicy = "message-storage-policy" }
+}
+
+private struct ChannelListBody: Decodable {
+    let channels: [String]
 }

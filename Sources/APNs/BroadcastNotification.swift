@@ -1,5 +1,4 @@
 import CAPNs
-import Foundation
 
 /// One broadcast push (iOS 18): a Live Activity update or end sent once to a
 /// channel, which APNs fans out to every device subscribed to it. Checked when

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The provider JWT of one connection set: signed once, reused for every request,

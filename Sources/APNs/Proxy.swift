@@ -176,7 +176,7 @@ enum ProxyURL {
             throw fail("has a control character")
         }
         var rest = Substring(url)
-        if let schemeEnd = rest.range(of: "://") {
+        if let schemeEnd = rest.firstRange(of: "://") {
             let scheme = rest[..<schemeEnd.lowerBound].lowercased()
             switch scheme {
             case "http": break
@@ -238,7 +238,7 @@ enum ProxyURL {
     static func redacted(_ url: String) -> String {
         var shown = url
         if let at = url.lastIndex(of: "@") {
-            let start = url.range(of: "://").map(\.upperBound) ?? url.startIndex
+            let start = url.firstRange(of: "://").map(\.upperBound) ?? url.startIndex
             if start <= at, let colon = url[start..<at].firstIndex(of: ":") {
                 shown = String(url[...colon]) + "***" + String(url[at...])
             }

@@ -1,6 +1,6 @@
 import APNsMock
 import ArgumentParser
-import Foundation
+import Glibc
 
 /// The mock APNs server as a program: flags become a MockConfiguration, then it
 /// serves until SIGINT/SIGTERM, printing statistics then and on SIGUSR1.
@@ -93,10 +93,10 @@ struct MockCommand: ParsableCommand {
         let config = try makeConfiguration()
         let server: MockServer
         do { server = try MockServer(config) } catch {
-            FileHandle.standardError.write(Data("apns-mock: \(error)\n".utf8))
+            writeAll("apns-mock: \(error)\n", to: STDERR_FILENO)
             throw ExitCode(2)
         }
-        FileHandle.standardOutput.write(Data("listening on \(host):\(server.port)\n".utf8))
+        writeAll("listening on \(host):\(server.port)\n", to: STDOUT_FILENO)
         serve(server, statsPath: stats)
     }
 
@@ -125,7 +125,7 @@ struct MockCommand: ParsableCommand {
         for spec in keyTopics {
             let (keyID, value) = try Self.keyValue(spec, "--key-topics", "KEYID=BUNDLE[,BUNDLE...]")
             let bundles = value.split(separator: ",", omittingEmptySubsequences: false)
-                .map { $0.trimmingCharacters(in: .whitespaces) }
+                .map { Self.trimmed($0) }
             guard !bundles.contains(where: \.isEmpty) else {
                 throw ValidationError("--key-topics: an empty bundle id in \(spec)")
             }
@@ -136,11 +136,10 @@ struct MockCommand: ParsableCommand {
         c.sandbox = sandbox
         if let unregistered { c.unregistered = try Self.readUnregistered(unregistered) }
         if let latency {
-            let parts = latency.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            let parts = latency.split(separator: ",").map { Self.trimmed($0) }
             c.latency = try Self.duration(parts[0], "--latency")
             if parts.count > 1 {
-                c.jitter = try Self.duration(parts[1].replacingOccurrences(of: "jitter", with: "")
-                    .trimmingCharacters(in: .whitespaces), "--latency")
+                c.jitter = try Self.duration(Self.trimmed(parts[1].replacing("jitter", with: "")), "--latency")
             }
         }
         if let fail { c.failureRates = try Self.parseRates(fail) }

@@ -1,12 +1,21 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 
 /// The small languages of the command line: durations, rates, key specs, token files.
 extension MockCommand {
+    /// Without the spaces and tabs around it.
+    static func trimmed<S: StringProtocol>(_ text: S) -> String {
+        let isBlank = { (c: Character) in c == " " || c == "\t" }
+        guard let first = text.firstIndex(where: { !isBlank($0) }), let last = text.lastIndex(where: { !isBlank($0) }) else {
+            return ""
+        }
+        return String(text[first...last])
+    }
+
     /// "50ms", "1.5s", "2m", "1h", "500us"; a bare number is milliseconds.
     static func duration(_ text: String, _ flag: String) throws -> Duration {
         let units: [(String, Double)] = [("us", 1e-6), ("ms", 1e-3), ("s", 1), ("m", 60), ("h", 3600)]
-        let t = text.trimmingCharacters(in: .whitespaces)
+        let t = trimmed(text)
         for (suffix, scale) in units where t.hasSuffix(suffix) {
             if let v = Double(t.dropLast(suffix.count)), v >= 0 {
                 return .microseconds(Int64((v * scale * 1e6).rounded()))
@@ -59,9 +68,9 @@ extension MockCommand {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         var tokens: [String: Int64] = [:]
         for raw in text.split(whereSeparator: \.isNewline) {
-            let line = raw.trimmingCharacters(in: .whitespaces)
+            let line = trimmed(raw)
             if line.isEmpty || line.hasPrefix("#") { continue }
-            let parts = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            let parts = line.split(separator: ",").map { trimmed($0) }
             guard let ts = parts.count > 1 ? Int64(parts[1]) : now else {
                 throw ValidationError("--unregistered: bad timestamp in \"\(line)\"")
             }

@@ -1,5 +1,7 @@
 import APNsMock
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Serves until SIGINT or SIGTERM; SIGUSR1 dumps statistics without stopping.
 /// Signals arrive as Dispatch sources, so no handler runs in signal context.
@@ -9,7 +11,7 @@ func serve(_ server: MockServer, statsPath: String?) -> Never {
         if let statsPath {
             _ = FileManager.default.createFile(atPath: statsPath, contents: Data(json.utf8))
         } else {
-            FileHandle.standardError.write(Data(json.utf8))
+            writeAll(json, to: STDERR_FILENO)
         }
     }
     let queue = DispatchQueue(label: "apns-mock.signals")

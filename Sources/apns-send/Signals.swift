@@ -1,4 +1,3 @@
-import Foundation
 import Glibc
 import Synchronization
 
@@ -15,19 +14,10 @@ final class Signals: Sendable {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { return Signals(active: false) }
         signalPipeWriter = fds[1]
-        for number in [SIGINT, SIGTERM] {
-            var action = sigaction()
-            action.__sigaction_handler.sa_handler = { _ in
-                var byte: UInt8 = 1
-                _ = write(signalPipeWriter, &byte, 1)
-            }
-            sigemptyset(&action.sa_mask)
-            action.sa_flags = SA_RESTART
-            sigaction(number, &action, nil)
-        }
         let signals = Signals(active: true)
         let reader = fds[0]
-        let thread = Thread { [signals] in
+        // The reader first: a handler with nobody reading its pipe would swallow Ctrl-C.
+        let started = startThread { [signals] in
             // A parent may have started us with these blocked (Dispatch worker threads
             // block them, and exec keeps the mask); a blocked signal would wait forever.
             var set = sigset_t()
@@ -40,7 +30,17 @@ final class Signals: Sendable {
                 if signals.isActive { handler() }
             }
         }
-        thread.start()
+        guard started else { return Signals(active: false) }
+        for number in [SIGINT, SIGTERM] {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { _ in
+                var byte: UInt8 = 1
+                _ = write(signalPipeWriter, &byte, 1)
+            }
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = SA_RESTART
+            sigaction(number, &action, nil)
+        }
         return signals
     }
 
@@ -58,3 +58,21 @@ final class Signals: Sendable {
 
 /// Written once before the handlers are installed; read by them.
 nonisolated(unsafe) private var signalPipeWriter: Int32 = -1
+
+/// Runs `body` on a detached thread of its own (the signal reader blocks in read()
+/// for the whole run, which no pool thread should); false when none could be made.
+private func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+    final class Body { let run: @Sendable () -> Void; init(_ run: @escaping @Sendable () -> Void) { self.run = run } }
+    let context = Unmanaged.passRetained(Body(body)).toOpaque()
+    var thread = pthread_t()
+    let started = pthread_create(&thread, nil, { context in
+        Unmanaged<Body>.fromOpaque(context!).takeRetainedValue().run()
+        return nil
+    }, context)
+    guard started == 0 else {
+        Unmanaged<Body>.fromOpaque(context).release()
+        return false
+    }
+    pthread_detach(thread)
+    return true
+}

@@ -27,4 +27,24 @@ import TestSupport
             #expect(unsafe.isEmpty, "\(target["name"] ?? "?") has unsafe flags: \(unsafe)")
         }
     }
+
+    /// The library and the two tools a host runs take FoundationEssentials, never the
+    /// whole of Foundation: linked statically, Foundation brings ICU's data (about 35 MB)
+    /// into each binary, and its metadata into every start (relocations, page faults,
+    /// the runtime's conformance scans), which a per-event `apns-send` pays each time.
+    @Test func theLibraryAndTheCommandLineToolsDoNotImportAllOfFoundation() throws {
+        let whole = try Regex(#"^\s*(@\w+\s+)*((public|package|internal|private|fileprivate)\s+)?import\s+((class|struct|enum|protocol|func|var|let|typealias)\s+)?Foundation(\s|\.|$)"#)
+        var found: [String] = []
+        for folder in ["APNs", "APNsMock", "apns-send", "apns-mock"] {
+            let root = Package.root.appendingPathComponent("Sources/\(folder)")
+            let files = try #require(FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil))
+            for case let file as URL in files where file.pathExtension == "swift" {
+                for (n, line) in try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+                where line.contains(whole) {
+                    found.append("Sources/\(folder)/\(file.lastPathComponent):\(n + 1): \(line)")
+                }
+            }
+        }
+        #expect(found.isEmpty, "import FoundationEssentials instead:\n\(found.joined(separator: "\n"))")
+    }
 }
