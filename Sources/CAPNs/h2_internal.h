@@ -119,6 +119,7 @@ typedef struct h2_conn {
     int64_t ping_sent_ns;       /* 0 = no PING outstanding */
     int32_t goaway_last_id;     /* -1 until a GOAWAY arrives */
     bool opened;                /* reached READY once */
+    bool apns_id_named;         /* a request asked HPACK to index an apns-id (build_headers) */
     uint8_t *wbuf;
     size_t woff, wlen;
     char goaway_reason[64];

@@ -35,8 +35,12 @@ static size_t add_nv(nghttp2_nv *nv, size_t n, const char *name, size_t namelen,
 /* Values that outlive the stream are not copied: the slot's path and apns-id, the
  * message's strings (the slot holds a message reference until nghttp2 lets go) and
  * the authority. Per-request values are never indexed: they would only push the
- * lasting ones (authorization, topic) out of the HPACK table. The authorization is
- * copied because a new token may replace the buffer while a request is queued. */
+ * lasting ones (topic, push type) out of the HPACK table. The one exception is a
+ * connection's first apns-id: once its entry is in the table, every later apns-id
+ * names its header by that entry's index (one byte) instead of spelling "apns-id",
+ * and its value still goes unindexed. nghttp2 never indexes authorization, whatever
+ * the flags. The authorization is copied because a new token may replace the buffer
+ * while a request is queued. */
 static size_t build_headers(h2_conn *c, h2_stream *st)
 {
     const h2_transport *t = c->t;
@@ -66,8 +70,10 @@ static size_t build_headers(h2_conn *c, h2_stream *st)
         n = ADD_LIT(nv, n, "apns-push-type", m->push_type, m->push_type_len, NV_STATIC);
     if (st->req.apns_id[0] && m->channel_id)
         n = ADD_LIT(nv, n, "apns-request-id", st->req.apns_id, st->req.apns_id_len, once);
-    else if (st->req.apns_id[0])
-        n = ADD_LIT(nv, n, "apns-id", st->req.apns_id, st->req.apns_id_len, once);
+    else if (st->req.apns_id[0]) {
+        n = ADD_LIT(nv, n, "apns-id", st->req.apns_id, st->req.apns_id_len, c->apns_id_named ? once : NV_STATIC);
+        c->apns_id_named = true;
+    }
     if (m->priority[0])
         n = ADD_LIT(nv, n, "apns-priority", m->priority, m->priority_len, NV_STATIC);
     if (m->expiration[0])

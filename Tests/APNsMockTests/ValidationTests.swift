@@ -28,6 +28,8 @@ import TestSupport
             var r = base; r.path = "/3/device/\(String(repeating: "ab", count: 31))"; return r },
         Case(name: "odd length is BadDeviceToken", status: 400, reason: "BadDeviceToken") {
             var r = base; r.path = "/3/device/\(Fixture.token)a"; return r },
+        Case(name: "a token with a g is BadDeviceToken", status: 400, reason: "BadDeviceToken") {
+            var r = base; r.path = "/3/device/\(Fixture.token.dropLast())g"; return r },
         Case(name: "202 hex digits is BadDeviceToken", status: 400, reason: "BadDeviceToken") {
             var r = base; r.path = "/3/device/\(String(repeating: "ab", count: 101))"; return r },
         Case(name: "repeated apns-topic is DuplicateHeaders", status: 400, reason: "DuplicateHeaders") {
@@ -48,6 +50,12 @@ import TestSupport
             base.with("apns-push-type", nil) },
         Case(name: "upper-case apns-id is BadMessageId", status: 400, reason: "BadMessageId") {
             base.with("apns-id", "6E789E6A-A1B9-45F4-86C4-5D188009454F") },
+        Case(name: "a g in the apns-id's last group is BadMessageId", status: 400, reason: "BadMessageId") {
+            base.with("apns-id", "6e789e6a-a1b9-45f4-86c4-5d188009454g") },
+        Case(name: "an apns-id with a dash one place off is BadMessageId", status: 400, reason: "BadMessageId") {
+            base.with("apns-id", "6e789e6a-a1b945-f4-86c4-5d188009454f") },
+        Case(name: "an apns-id of 35 characters is BadMessageId", status: 400, reason: "BadMessageId") {
+            base.with("apns-id", "6e789e6a-a1b9-45f4-86c4-5d188009454") },
         Case(name: "priority 7 is BadPriority", status: 400, reason: "BadPriority") {
             base.with("apns-priority", "7") },
         Case(name: "background at priority 10 is BadPriority", status: 400, reason: "BadPriority") {
