@@ -217,8 +217,9 @@ done
 
 # --- header bytes: each client's HPACK request header blocks once its connection is warm ----
 # A fresh mock per client counts them (past each connection's first 100 requests) and writes
-# its statistics on SIGUSR1. h2load sends one path (one token) every time, so its :path is
-# indexed after the first request; ours carry a new token each, as real sends do.
+# its statistics on SIGUSR1. h2load sends one path (one token) every time, ours a new token
+# each, as real sends do; nghttp2 indexes neither :path nor authorization, so both go in
+# full with every request. The rest of our difference is the apns-id, a new value each time.
 header_bytes() {  # TOOL: one run of TOOL on 1 x 100 to a mock of its own; prints "TOOL bytes/request"
   start_mock "hdr-$1" --stats "$work/hdr-$1.json"
   local p=$port pid=${mocks[-1]} n=20000
