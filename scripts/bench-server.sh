@@ -118,6 +118,7 @@ kill -TERM $server; wait $server; server=
 send_rates=(); send_rss=(); send_cpu=0
 mock_cpu0=$(cpu_s $mock)
 for r in $(seq "$runs"); do
+  rm -f "$dir/records.jsonl"  # a fresh file, as in bench-send-ab.sh
   t0=$(date +%s.%N)
   /usr/bin/time -f "%M %U %S" -o "$dir/time.out" "$bin/apns-send" --topic "$TOPIC" --key "$dir/pki/AuthKey_$KEY_ID.p8" \
     --key-id "$KEY_ID" --team-id "$TEAM_ID" --endpoint "https://127.0.0.1:$mock_port" --cacert "$dir/pki/ca.pem" \

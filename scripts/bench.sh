@@ -114,6 +114,9 @@ run_h2load() {  # CONFIG ROUND PORT C M N
 }
 
 run_send() {  # CONFIG ROUND PORT C M N TRANSPORT [TOOL]
+  # A fresh output file (see bench-send-ab.sh: overwriting the last round's costs the
+  # run the old file's truncation and, on ext4, a flush at close).
+  rm -f "$work/results.jsonl"
   timed "$APNS_BIN/apns-send" --topic "$TOPIC" --key "$key" --key-id "$KEY_ID" --team-id "$TEAM_ID" \
     --endpoint "https://127.0.0.1:$3" --cacert "$work/pki/ca.pem" --transport "$7" \
     --connections "$4" --concurrency "$5" --output "$work/results.jsonl" \
