@@ -236,9 +236,13 @@ struct FanOut: Sendable {
         try await store.beginFanOut(notification, now: now, planningUntil: clock.nowMillis + leaseMillis)
         var plan = Plan(request: request, now: now)
         var payloads: [[UInt8]: Int64] = [:]
+        // Each page is read while the one before it is planned and written: the read
+        // (a reader connection) and the write (the one writer) then run side by side.
+        var reading = AudiencePages(store: store, appType: request.app.appType, audience: request.audience,
+                                    size: part).readingNext()
         do {
-            var pages = AudiencePages(store: store, appType: request.app.appType, audience: request.audience, size: part)
-            while let page = try await pages.next() {
+            while case (let rest, let page?) = try await reading.value {
+                reading = rest.readingNext()
                 let deliveries = plan.add(page.recipients, users: page.users)
                 guard !deliveries.isEmpty else { continue }
                 payloads = try await store.addFanOutPart(notification, deliveries, payloads: payloads, now: now,
@@ -246,6 +250,9 @@ struct FanOut: Sendable {
             }
             try await store.completeFanOut(notification, held: plan.held, payloads: payloads, now: now)
         } catch {
+            // No read outlives the request.
+            reading.cancel()
+            _ = try? await reading.value
             // Nothing of it is in the outbox yet: none of it is left behind.
             _ = try? await store.discardPlan(notificationID: notification.id, markBefore: .max)
             throw error
@@ -314,7 +321,9 @@ struct FanOut: Sendable {
 
     /// The audience, a page of users at a time: named users in the order given, a
     /// company's by user id.
-    struct AudiencePages {
+    struct AudiencePages: Sendable {
+        typealias Page = (recipients: [Recipient], users: [String]?)
+
         let store: any DeliveryStore
         let appType: String
         let audience: Audience
@@ -330,9 +339,19 @@ struct FanOut: Sendable {
             self.size = size
         }
 
+        /// `next()` in a task of its own, so that the caller can work on the page
+        /// before meanwhile: the task's value is the page and the pages after it.
+        func readingNext() -> Task<(AudiencePages, Page?), any Error> {
+            Task { [self] in
+                var rest = self
+                let page = try await rest.next()
+                return (rest, page)
+            }
+        }
+
         /// The next page's recipients, with the users it names (for named users, each
         /// one, known to the store or not); nil after the last.
-        mutating func next() async throws -> (recipients: [Recipient], users: [String]?)? {
+        mutating func next() async throws -> Page? {
             guard !done else { return nil }
             switch audience {
             case .users(let ids):
