@@ -221,9 +221,10 @@ struct FanOut: Sendable {
     /// `notificationID`: the caller's (an idempotency key's resource id), else a new one.
     ///
     /// The audience is read, planned and written a part at a time (`fanOutPart`
-    /// users), so that memory holds one part, never the whole audience: the
-    /// notification stays marked as planning until the last part is in, and only
-    /// then do its deliveries enter the outbox, all at once (see `FanOutPlans`). A
+    /// users, the next page read while one is written), so that memory holds two
+    /// parts at most, never the whole audience: the notification stays marked as
+    /// planning until the last part is in, and only then do its deliveries enter the
+    /// outbox, all at once (see `FanOutPlans`). A
     /// process that dies while planning has sent none of it; its plan is discarded
     /// at the next start (or, on a shared database, once its mark runs out).
     func run(_ request: Request, notificationID: String? = nil) async throws -> Result {
