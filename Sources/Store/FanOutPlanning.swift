@@ -100,10 +100,14 @@ extension SQLiteStore: FanOutPlans {
             // page's first id to its last are exactly the page: leased by that id
             // range (the outbox's key), with no list of ids to pass and parse. Other
             // notifications' rows in the range (another enqueue between two parts)
-            // are left alone.
-            try db.cachedStatement(sql: Self.leaseRangeSQL).execute(arguments: [
-                "until": now + leaseMillis, "worker": worker, "first": first, "last": last, "now": now,
-                "notification": notificationID])
+            // are left alone. When the page's ids have no gap, the range can hold no
+            // other row, and no row's notification needs a look.
+            let contiguous = last - first + 1 == Int64(claimed.count)
+            try db.cachedStatement(sql: contiguous ? Self.leaseGaplessRangeSQL : Self.leaseRangeSQL).execute(
+                arguments: contiguous
+                    ? ["until": now + leaseMillis, "worker": worker, "first": first, "last": last, "now": now]
+                    : ["until": now + leaseMillis, "worker": worker, "first": first, "last": last, "now": now,
+                       "notification": notificationID])
             return claimed
         }
     }
@@ -131,6 +135,12 @@ extension SQLiteStore: FanOutPlans {
         UPDATE outbox SET lease_until = :until, claimed_by = :worker
         WHERE delivery_id BETWEEN :first AND :last AND claimed_by IS NULL AND available_at <= :now
           AND (SELECT notification_id FROM deliveries WHERE id = outbox.delivery_id) = :notification
+        """
+
+    /// `leaseRangeSQL` for a page whose ids have no gap: every row in the range is one of it.
+    static let leaseGaplessRangeSQL = """
+        UPDATE outbox SET lease_until = :until, claimed_by = :worker
+        WHERE delivery_id BETWEEN :first AND :last AND claimed_by IS NULL AND available_at <= :now
         """
 
     public func discardPlan(notificationID: String, markBefore: Int64) async throws(StoreError) -> PlanDiscard {

@@ -226,6 +226,9 @@ import TestSupport
                     "until": 1, "worker": "w", "first": 1, "last": 100, "now": 20, "notification": "p"])
                 #expect(lease.contains { $0.contains("outbox USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)") }, "\(lease)")
                 #expect(!lease.contains { $0.contains("SCAN") }, "\(lease)")
+                let gapless = try await sqlite.queryPlan(SQLiteStore.leaseGaplessRangeSQL, arguments: [
+                    "until": 1, "worker": "w", "first": 1, "last": 100, "now": 20])
+                #expect(gapless == ["SEARCH outbox USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"], "\(gapless)")
             }
         }
     }
