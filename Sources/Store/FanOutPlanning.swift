@@ -102,12 +102,12 @@ extension SQLiteStore: FanOutPlans {
             // notifications' rows in the range (another enqueue between two parts)
             // are left alone. When the page's ids have no gap, the range can hold no
             // other row, and no row's notification needs a look.
-            let contiguous = last - first + 1 == Int64(claimed.count)
-            try db.cachedStatement(sql: contiguous ? Self.leaseGaplessRangeSQL : Self.leaseRangeSQL).execute(
-                arguments: contiguous
-                    ? ["until": now + leaseMillis, "worker": worker, "first": first, "last": last, "now": now]
-                    : ["until": now + leaseMillis, "worker": worker, "first": first, "last": last, "now": now,
-                       "notification": notificationID])
+            let gapless = last - first + 1 == Int64(claimed.count)
+            var arguments: StatementArguments = [
+                "until": now + leaseMillis, "worker": worker, "first": first, "last": last, "now": now]
+            if !gapless { arguments += ["notification": notificationID] }
+            try db.cachedStatement(sql: gapless ? Self.leaseGaplessRangeSQL : Self.leaseRangeSQL)
+                .execute(arguments: arguments)
             return claimed
         }
     }
@@ -128,19 +128,18 @@ extension SQLiteStore: FanOutPlans {
         LIMIT :limit
         """
 
-    /// The lease of a page read by `leasePageSQL`: :until, :worker, the page's
-    /// :first and :last ids, :now, :notification. A walk of the outbox's key over
-    /// the page's range, each row's notification checked by the deliveries' key.
-    static let leaseRangeSQL = """
-        UPDATE outbox SET lease_until = :until, claimed_by = :worker
-        WHERE delivery_id BETWEEN :first AND :last AND claimed_by IS NULL AND available_at <= :now
-          AND (SELECT notification_id FROM deliveries WHERE id = outbox.delivery_id) = :notification
-        """
-
-    /// `leaseRangeSQL` for a page whose ids have no gap: every row in the range is one of it.
+    /// The lease of a page read by `leasePageSQL` whose ids have no gap, so that every
+    /// free due row in its range is one of it: :until, :worker, the page's :first and
+    /// :last ids, :now. A walk of the outbox's key over the page's range.
     static let leaseGaplessRangeSQL = """
         UPDATE outbox SET lease_until = :until, claimed_by = :worker
         WHERE delivery_id BETWEEN :first AND :last AND claimed_by IS NULL AND available_at <= :now
+        """
+
+    /// The same for any page, and :notification: each row's notification is checked by
+    /// the deliveries' key, so that another notification's rows in the range stay free.
+    static let leaseRangeSQL = leaseGaplessRangeSQL + """
+          AND (SELECT notification_id FROM deliveries WHERE id = outbox.delivery_id) = :notification
         """
 
     public func discardPlan(notificationID: String, markBefore: Int64) async throws(StoreError) -> PlanDiscard {
