@@ -1,6 +1,6 @@
 import APNsMock
 import Foundation
-@testable import Store
+import Store
 import Testing
 import TestSupport
 
@@ -21,20 +21,11 @@ import TestSupport
         if kind == .postgres { options.database = try await ServerPostgresTrait.newDatabase() }
         let server = InProcessServer(sandbox: nil, production: production, options: options)
         try await server.start()
-        // The test's own connection to the server's database.
-        let postgres = try options.database.map { PostgresStore(try PostgresStore.Configuration(url: $0)) }
-        let sqlite: SQLiteStore? = try postgres == nil ? server.store() : nil
-        let scalar = { (sql: String) async throws -> Int64 in
-            if let postgres { return try await postgres.scalar(sql) ?? 0 }
-            return try await sqlite!.scalar(sql) ?? 0
-        }
-        let execute = { (sql: String) async throws in
-            if let postgres { try await postgres.execute(sql) } else { try await sqlite!.execute(sql) }
-        }
+        let database = try server.files.database()
         defer {
             Task {
                 await server.stop()
-                await postgres?.close()
+                await database.close()
             }
         }
 
@@ -52,16 +43,16 @@ import TestSupport
         let failing = user(450)
         switch kind {
         case .sqlite:
-            try await execute("""
+            try await database.execute("""
                 CREATE TRIGGER disk_full BEFORE INSERT ON deliveries WHEN NEW.user_id = '\(failing)'
                 BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
                 """)
         case .postgres:
-            try await execute("""
+            try await database.execute("""
                 CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
                 BEGIN RAISE EXCEPTION 'could not extend file: No space left on device'; END $$
                 """)
-            try await execute("""
+            try await database.execute("""
                 CREATE TRIGGER disk_full BEFORE INSERT ON deliveries FOR EACH ROW
                 WHEN (NEW.user_id = '\(failing)') EXECUTE FUNCTION disk_full()
                 """)
@@ -71,7 +62,7 @@ import TestSupport
         #expect(failed.status == 500, "\(failed.status) \(failed.body)")
         #expect(failed.body == #"{"success":false,"error":"internal error"}"#)
         for table in ["notifications", "deliveries", "payloads", "outbox", "delivery_events"] {
-            #expect(try await scalar("SELECT count(*) FROM \(table)") == 0, "nothing left in \(table)")
+            #expect(try await database.scalar("SELECT count(*) FROM \(table)") == 0, "nothing left in \(table)")
         }
         // Nothing was in the outbox, so nothing can have gone; a moment for a worker
         // that would wrongly have found something.
@@ -79,7 +70,7 @@ import TestSupport
         #expect(production.statistics().requests == 0, "nothing sent")
 
         // The disk freed, the backend's retry: every device once.
-        try await execute(kind == .sqlite ? "DROP TRIGGER disk_full" : "DROP TRIGGER disk_full ON deliveries")
+        try await database.execute(kind == .sqlite ? "DROP TRIGGER disk_full" : "DROP TRIGGER disk_full ON deliveries")
         let retried = await server.backend("POST", "/v1/notifications", request)
         #expect(retried.status == 202, "\(retried.body)")
         #expect(retried.body.contains(#""deliveries":\#(Self.users),"#), "\(retried.body)")

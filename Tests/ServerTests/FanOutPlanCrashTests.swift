@@ -24,14 +24,9 @@ import TestSupport
         if kind == .postgres { options.database = try await ServerPostgresTrait.newDatabase() }
         let server = ServerProcess(sandbox: nil, production: production, options: options)
         // The test's own view of the server's database.
-        let postgres = try options.database.map { PostgresStore(try PostgresStore.Configuration(url: $0)) }
-        let sqlite: SQLiteStore? = try postgres == nil ? server.store() : nil
-        defer { if let postgres { Task { await postgres.close() } } }
-        let scalar = { (sql: String) async throws -> Int64 in
-            if let postgres { return try await postgres.scalar(sql) ?? 0 }
-            return try await sqlite!.scalar(sql) ?? 0
-        }
-        let store: any DeliveryStore = if let postgres { postgres } else { sqlite! }
+        let store = try server.database()
+        defer { Task { await store.close() } }
+        let scalar = { (sql: String) async throws -> Int64 in try await store.scalar(sql) ?? 0 }
         try await store.migrate()
 
         let count = 20_000

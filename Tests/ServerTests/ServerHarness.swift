@@ -268,13 +268,8 @@ final class ServerProcess: @unchecked Sendable {
     /// counted on its own clock, and may be older than the caller's last request.
     func drained(timeout: TimeInterval) async throws {
         // The server's own database, whichever engine the config names.
-        let store: any DeliveryStore
-        if let url = databaseURL {
-            store = PostgresStore(try PostgresStore.Configuration(url: url))
-        } else {
-            store = try self.store()
-        }
-        defer { if let postgres = store as? PostgresStore { Task { await postgres.close() } } }
+        let store = try database()
+        defer { Task { await store.close() } }
         let end = Date().addingTimeInterval(timeout)
         while Date() < end {
             if (try? await store.outboxDepth()) == 0 { return }
