@@ -41,21 +41,9 @@ import TestSupport
 
         // The fifth part (users 400 to 499) holds the failing row.
         let failing = user(450)
-        switch kind {
-        case .sqlite:
-            try await database.execute("""
-                CREATE TRIGGER disk_full BEFORE INSERT ON deliveries WHEN NEW.user_id = '\(failing)'
-                BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
-                """)
-        case .postgres:
-            try await database.execute("""
-                CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN RAISE EXCEPTION 'could not extend file: No space left on device'; END $$
-                """)
-            try await database.execute("""
-                CREATE TRIGGER disk_full BEFORE INSERT ON deliveries FOR EACH ROW
-                WHEN (NEW.user_id = '\(failing)') EXECUTE FUNCTION disk_full()
-                """)
+        let engine: DiskFullTrigger.Engine = kind == .sqlite ? .sqlite : .postgres
+        for sql in DiskFullTrigger.create(engine, table: "deliveries", column: "user_id", value: failing) {
+            try await database.execute(sql)
         }
         let request = #"{"type":"order_created","app_type":"staff","company_id":"parts","alert":{"title":"t","body":"b"}}"#
         let failed = await server.backend("POST", "/v1/notifications", request)
@@ -70,7 +58,7 @@ import TestSupport
         #expect(production.statistics().requests == 0, "nothing sent")
 
         // The disk freed, the backend's retry: every device once.
-        try await database.execute(kind == .sqlite ? "DROP TRIGGER disk_full" : "DROP TRIGGER disk_full ON deliveries")
+        try await database.execute(DiskFullTrigger.drop(engine, table: "deliveries"))
         let retried = await server.backend("POST", "/v1/notifications", request)
         #expect(retried.status == 202, "\(retried.body)")
         #expect(retried.body.contains(#""deliveries":\#(Self.users),"#), "\(retried.body)")

@@ -170,17 +170,16 @@ import TestSupport
         try await server.start()
         defer { Task { await server.stop() } }
         let tokens = Harness.tokens(1000, seed: 307)
-        try await server.store().execute("""
-            CREATE TRIGGER disk_full BEFORE INSERT ON devices WHEN NEW.token = '\(tokens[500])'
-            BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
-            """)
+        for sql in DiskFullTrigger.create(.sqlite, table: "devices", column: "token", value: tokens[500]) {
+            try await server.store().execute(sql)
+        }
         let r = await server.backend("POST", "/v1/device-tokens", Self.bulk(tokens))
         #expect(r.status == 500)
         #expect(r.body == #"{"success":false,"error":"the devices could not be stored: the list is stored whole or not at all, so send it again whole"}"#)
         #expect(try await Self.count(server, "SELECT count(*) FROM devices") == 0)
 
         // A Live Activity token among them: 409 naming the entry, nothing stored either.
-        try await server.store().execute("DROP TRIGGER disk_full")
+        try await server.store().execute(DiskFullTrigger.drop(.sqlite, table: "devices"))
         #expect(await Self.liveActivity(server, user: "la", token: tokens[700], activity: nil).status == 200)
         let refused = await server.backend("POST", "/v1/device-tokens", Self.bulk(tokens))
         #expect(refused.status == 409)
@@ -195,20 +194,15 @@ import TestSupport
         try await ScaleOut.run(instances: 1) { scale in
             let server = scale.servers[0]
             let tokens = Harness.tokens(1000, seed: 308)
-            try await scale.store.execute("""
-                CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN RAISE EXCEPTION 'could not extend file: No space left on device'; END $$
-                """)
-            try await scale.store.execute("""
-                CREATE TRIGGER disk_full BEFORE INSERT ON devices FOR EACH ROW
-                WHEN (NEW.token = '\(tokens[500])') EXECUTE FUNCTION disk_full()
-                """)
+            for sql in DiskFullTrigger.create(.postgres, table: "devices", column: "token", value: tokens[500]) {
+                try await scale.store.execute(sql)
+            }
             let r = await server.backend("POST", "/v1/device-tokens", OwnershipServerTests.bulk(tokens))
             #expect(r.status == 500)
             #expect(r.body == #"{"success":false,"error":"the devices could not be stored: the list is stored whole or not at all, so send it again whole"}"#)
             #expect(try await scale.store.scalar("SELECT count(*) FROM devices") == 0)
 
-            try await scale.store.execute("DROP TRIGGER disk_full ON devices")
+            try await scale.store.execute(DiskFullTrigger.drop(.postgres, table: "devices"))
             let ok = await server.backend("POST", "/v1/device-tokens", OwnershipServerTests.bulk(tokens))
             #expect(ok.body == #"{"success":true,"registered":1000}"#)
             #expect(try await scale.store.scalar("SELECT count(*) FROM devices") == 1000)

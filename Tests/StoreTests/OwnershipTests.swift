@@ -131,21 +131,9 @@ import TestSupport
     @Test(arguments: StoreKind.allCases) func aListOfRegistrationsIsStoredWholeOrNotAtAll(_ kind: StoreKind) async throws {
         try await withStore(kind) { store in
             let failing = token(1500)
-            switch kind {
-            case .sqlite:
-                try await store.execute("""
-                    CREATE TRIGGER disk_full BEFORE INSERT ON devices WHEN NEW.token = '\(failing)'
-                    BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
-                    """)
-            case .postgres:
-                try await store.execute("""
-                    CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
-                    BEGIN RAISE EXCEPTION 'could not extend file: No space left on device'; END $$
-                    """)
-                try await store.execute("""
-                    CREATE TRIGGER disk_full BEFORE INSERT ON devices FOR EACH ROW
-                    WHEN (NEW.token = '\(failing)') EXECUTE FUNCTION disk_full()
-                    """)
+            let engine: DiskFullTrigger.Engine = kind == .sqlite ? .sqlite : .postgres
+            for sql in DiskFullTrigger.create(engine, table: "devices", column: "token", value: failing) {
+                try await store.execute(sql)
             }
             try await register(store, "old", 2000)
             let list = (1000..<2000).map { registration("u\($0)", $0) }
