@@ -5,7 +5,7 @@ import GRDB
 extension SQLiteStore {
     public func notification(id: String, limit: Int, after: Int64?) async throws(StoreError) -> NotificationView? {
         try await read("read notification \(id)") { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT id, type, entity_id, created_at FROM notifications WHERE id = ?",
+            guard let row = try Row.fetchOne(db, sql: "SELECT id, type, entity_id, created_at, app_type FROM notifications WHERE id = ?",
                                              arguments: [id])
             else { return nil }
             var counts: [String: Int] = [:]
@@ -30,7 +30,8 @@ extension SQLiteStore {
             }
             let page = Page(rows: deliveries, limit: limit) { ids[$0] }
             return NotificationView(id: row["id"], type: row["type"], entityID: row["entity_id"],
-                                    createdAt: row["created_at"], deliveries: page.items, counts: counts, next: page.next)
+                                    createdAt: row["created_at"], deliveries: page.items, counts: counts, next: page.next,
+                                    appType: row["app_type"])
         }
     }
 
@@ -49,11 +50,13 @@ extension DeliveryView {
         d.notification_id, d.user_id, d.token, d.environment, coalesce(r.state, d.state) AS state, d.apns_id,
         coalesce(r.status, d.status) AS status, coalesce(r.reason, d.reason) AS reason,
         coalesce(r.apns_timestamp, d.apns_timestamp) AS apns_timestamp, coalesce(r.attempts, d.attempts) AS attempts,
-        coalesce(r.finished_at, d.finished_at) AS finished_at, d.not_before, d.batched, c.apns_id AS carried_by
+        coalesce(r.finished_at, d.finished_at) AS finished_at, d.not_before, d.batched, c.apns_id AS carried_by,
+        n.app_type
         """
     /// A member names its carrier by apns-id (the one the backend knows).
     static let tables = """
-        deliveries d LEFT JOIN results r ON r.delivery_id = d.id LEFT JOIN deliveries c ON c.id = d.carried_by
+        deliveries d JOIN notifications n ON n.id = d.notification_id
+        LEFT JOIN results r ON r.delivery_id = d.id LEFT JOIN deliveries c ON c.id = d.carried_by
         """
 
     init(row: Row) {
@@ -61,6 +64,6 @@ extension DeliveryView {
                   environment: row["environment"], state: row["state"], apnsID: row["apns_id"],
                   status: row["status"], reason: row["reason"], timestamp: row["apns_timestamp"],
                   attempts: row["attempts"], finishedAt: row["finished_at"], notBefore: row["not_before"],
-                  carriedBy: row["carried_by"], batched: row["batched"])
+                  carriedBy: row["carried_by"], batched: row["batched"], appType: row["app_type"])
     }
 }

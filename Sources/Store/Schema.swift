@@ -29,7 +29,7 @@ struct SchemaStep: Sendable {
 /// - `device_use` is when each device was last delivered to (`devices.last_used_at`
 ///   is no longer used); `device_changes` counts changes to the facts a fan-out reads.
 enum Schema {
-    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18]
+    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19]
 
     /// PostgreSQL databases made before the history was one list numbered their steps
     /// on their own: a step there combined, or came in another place than, the steps
@@ -1058,4 +1058,40 @@ enum Schema {
         "ALTER TABLE notifications ADD COLUMN planning_until BIGINT",
         "CREATE INDEX notifications_planning ON notifications (planning_until) WHERE planning_until IS NOT NULL",
         ])
+
+    /// Who created, cancelled or changed what (`AuditLogStore`): appended once per
+    /// call, pruned by the delivery log's retention.
+    static let v19 = SchemaStep(
+        number: 19, name: "the audit log",
+        sqlite: """
+        CREATE TABLE audit_log (
+            id             INTEGER PRIMARY KEY,
+            at             INTEGER NOT NULL,
+            actor          TEXT    NOT NULL,
+            method         TEXT    NOT NULL,
+            path           TEXT    NOT NULL,
+            app_type       TEXT,
+            target         TEXT,
+            status         INTEGER NOT NULL,
+            remote_address TEXT
+        );
+        CREATE INDEX audit_log_by_time ON audit_log (at);
+        """,
+        postgres: [
+        """
+        CREATE TABLE audit_log (
+            id             BIGSERIAL PRIMARY KEY,
+            at             BIGINT  NOT NULL,
+            actor          TEXT    NOT NULL,
+            method         TEXT    NOT NULL,
+            path           TEXT    NOT NULL,
+            app_type       TEXT,
+            target         TEXT,
+            status         INTEGER NOT NULL,
+            remote_address TEXT
+        )
+        """,
+        "CREATE INDEX audit_log_by_time ON audit_log (at)",
+        ])
 }
+

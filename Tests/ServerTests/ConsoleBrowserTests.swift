@@ -16,6 +16,7 @@ import TestSupport
         let production = try Harness.mock(sandbox: false)
         defer { production.stop() }
         let server = ServerProcess(sandbox: nil, production: production)
+        try APIKeyScopeTests.keys(server)
         try await server.start()
         defer { Task { await server.stop() } }
 
@@ -140,5 +141,26 @@ import TestSupport
         try await driver.click("#signout")
         #expect(try await driver.run("return sessionStorage.length === 0 && !document.getElementById('signin').hidden")
             as? Bool == true)
+
+        // A read-only key limited to one app: the console says so, and offers no test
+        // push and no chart (which counts every app).
+        try await driver.type("#key", APIKeyScopeTests.reader)
+        try await driver.resize(width: 1440, height: 900)
+        try await driver.click("#signin-form button[type=submit]")
+        try await driver.waitFor("the key's name", "return document.getElementById('whoami').textContent.length > 0")
+        #expect(try await driver.text("#whoami") == "Key reports (read, every app)")
+        #expect(try await driver.run("return document.getElementById('nav-stats').hidden") as? Bool == false)
+        try await driver.run("location.hash = '#/user/ana'")
+        try await driver.waitFor("the user's devices", "return !!document.querySelector('#devices')")
+        #expect(try await driver.run("return document.querySelectorAll('.send-test').length") as? Int == 0)
+        try await shot("1440-read-key")
+        try await driver.click("#signout")
+        try await driver.type("#key", APIKeyScopeTests.staffSupport)
+        try await driver.click("#signin-form button[type=submit]")
+        try await driver.waitFor("the key's name", "return document.getElementById('whoami').textContent.length > 0")
+        #expect(try await driver.text("#whoami") == "Key staff-desk (support, staff)")
+        #expect(try await driver.run("return document.getElementById('nav-stats').hidden") as? Bool == true)
+        try await driver.run("location.hash = '#/user/ana'")
+        try await driver.waitFor("the test push button", "return !!document.querySelector('#devices .send-test')")
     }
 }

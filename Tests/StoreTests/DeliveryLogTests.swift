@@ -57,7 +57,7 @@ import TestSupport
             let done = try #require(try await store.delivery(apnsID: "n-0"))
             #expect(done == DeliveryView(notificationID: "n", userID: "u0", token: token(0), environment: "production",
                                          state: "delivered", apnsID: "n-0", status: 200, reason: nil, timestamp: 9,
-                                         attempts: 2, finishedAt: 3))
+                                         attempts: 2, finishedAt: 3, appType: "staff"))
             let waiting = try #require(try await store.delivery(apnsID: "n-1"))
             #expect(waiting.state == "pending" && waiting.status == nil && waiting.finishedAt == nil && waiting.attempts == 0)
             #expect(try await store.delivery(apnsID: "nope") == nil)

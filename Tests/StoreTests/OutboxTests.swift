@@ -439,7 +439,7 @@ import TestSupport
             let view = try #require(try await store.delivery(apnsID: "n-0"))
             #expect(view == DeliveryView(notificationID: "n", userID: "u1", token: token(1), environment: "production",
                                          state: "delivered", apnsID: "n-0", status: 200, reason: nil, timestamp: 15,
-                                         attempts: 2, finishedAt: 20))
+                                         attempts: 2, finishedAt: 20, appType: "staff"))
             #expect(try await store.notification(id: "n")?.deliveries == [view])
             #expect(try await store.outboxDepth() == 0)
             // A success marks the token used.

@@ -126,6 +126,7 @@ public enum APNsServer {
                            broadcasts: Broadcasts, broadcastWakeup: WorkerWakeup) -> Router<ServiceContext> {
         let router = Router(context: ServiceContext.self)
         router.add(middleware: ErrorMiddleware())
+        router.add(middleware: AuditMiddleware(store: store, clock: clock))
         let auth = Auth(apiKeys: config.apiKeys, jwtSecret: config.userJWTSecret, jwtClaims: config.userJWTClaims, clock: clock)
         let body = BodyReader(limit: config.maxBodyBytes)
         OpsRoutes(metrics: metrics, auth: auth, metricsToken: config.metricsToken.map(MetricsToken.init),
@@ -142,6 +143,7 @@ public enum APNsServer {
         WebhookEventRoutes(store: store, auth: auth).register(on: router)
         SupportRoutes(config: config, store: store, clock: clock, body: body, auth: auth, metrics: metrics,
                       worker: wakeup).register(on: router)
+        AccessRoutes(store: store, auth: auth).register(on: router)
         if config.console { ConsoleRoutes().register(on: router) }
         // Last: it sees only the requests no route above took.
         router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes))

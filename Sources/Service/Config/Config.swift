@@ -10,8 +10,9 @@ public struct ServerConfig: Sendable {
     /// Where the state (registry, outbox, log) lives: one SQLite file, or a
     /// PostgreSQL database that several instances share.
     public var database: Database
-    /// Backend API keys (raw bytes, compared in constant time).
-    var apiKeys: [[UInt8]]
+    /// Backend API keys: each one's name, role and apps, and its secret (compared in
+    /// constant time).
+    var apiKeys: [APIKeyFile.Entry]
     /// The apps' HS256 secret.
     var userJWTSecret: [UInt8]
     /// `user_jwt: {audience, issuer}`: the `aud` and `iss` a user's token must carry.

@@ -80,7 +80,6 @@ extension ServerConfig {
         let database = try string("database", required: true)!
         var parsedDatabase = try parseDatabase(database, base: overrides["database"] != nil ? cwd : base)
         let apiKeysPath = try filePath("api_keys_file"), secretPath = try filePath("user_jwt_secret_file")
-        let apiKeys = try readAPIKeys(apiKeysPath)
         let secret = try readSecret(secretPath)
 
         var topLevel: Reader? = reader
@@ -186,6 +185,7 @@ extension ServerConfig {
         let console = try reader.bool("console", default: true)
         try reader.rejectUnknown()
 
+        let apiKeys = try APIKeyFile.read(apiKeysPath, apps: apps.map(\.appType))
         var config = ServerConfig(listenHost: host, listenPort: port, database: parsedDatabase, apiKeys: apiKeys,
                                   userJWTSecret: secret, apps: apps, worker: worker, maxBodyBytes: maxBody,
                                   idleTimeoutSeconds: idle, logLevel: logLevel)
@@ -420,25 +420,6 @@ extension ServerConfig {
         var host = String(rest[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return Endpoint(host: host, port: port)
-    }
-
-    static func readAPIKeys(_ path: String) throws(ConfigError) -> [[UInt8]] {
-        let text: String
-        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
-            throw ConfigError("api_keys_file: cannot read \(path): \(why(error))")
-        }
-        var keys: [[UInt8]] = []
-        for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.trimmingCharacters(in: .whitespaces.union(.init(charactersIn: "\r")))
-            if line.isEmpty || line.hasPrefix("#") { continue }
-            // Never quote the key itself: only where it is and what is wrong.
-            guard line.utf8.count >= 16, line.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
-                throw ConfigError("api_keys_file: line \(n + 1) of \(path) is not a key (16 or more printable characters, no spaces)")
-            }
-            keys.append(Array(line.utf8))
-        }
-        guard !keys.isEmpty else { throw ConfigError("api_keys_file: \(path) has no key (one key a line)") }
-        return keys
     }
 
     static func readSecret(_ path: String) throws(ConfigError) -> [UInt8] {

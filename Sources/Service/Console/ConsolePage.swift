@@ -18,7 +18,8 @@ enum ConsolePage {
       <nav id="nav" hidden>
         <a href="#/notifications">Notifications</a>
         <a href="#/deactivated">Deactivated tokens</a>
-        <a href="#/stats">Deliveries chart</a>
+        <a href="#/stats" id="nav-stats">Deliveries chart</a>
+        <span id="whoami" class="muted"></span>
         <button id="signout" type="button">Sign out</button>
       </nav>
     </header>

@@ -7,6 +7,8 @@ enum ConsoleScript {
     "use strict";
     (function () {
       const KEY = "apns-console-key";
+      // What the signed-in key may do (GET /v1/api-key): the console offers nothing else.
+      let access = null;
       const $ = (id) => document.getElementById(id);
       const view = () => $("view");
       let poller = null;
@@ -77,6 +79,7 @@ enum ConsoleScript {
 
       function signOut(message) {
         sessionStorage.removeItem(KEY);
+        access = null;
         stopPolling();
         $("app").hidden = true;
         $("nav").hidden = true;
@@ -93,8 +96,8 @@ enum ConsoleScript {
         $("signin-error").textContent = "";
         if (!key) return;
         try {
-          // The cheapest call that needs a key: it answers 401 to a wrong one.
-          await api("/v1/stats/deliveries?seconds=1", { key });
+          // Every key may ask what it may do; a wrong one gets a 401.
+          access = await api("/v1/api-key", { key });
         } catch (error) {
           $("key").value = "";
           $("signin-error").textContent = error.status === 401 ? "That key was refused: " + error.message
@@ -106,10 +109,19 @@ enum ConsoleScript {
         enter();
       }
 
-      function enter() {
+      function may(permission) { return !!access && access.permissions.includes(permission); }
+
+      async function enter() {
+        if (!access) {
+          try { access = await api("/v1/api-key"); } catch (error) { signOut("Signed out: " + error.message); return; }
+        }
         $("signin").hidden = true;
         $("app").hidden = false;
         $("nav").hidden = false;
+        const apps = access.apps === "*" ? "every app" : access.apps.join(", ");
+        $("whoami").textContent = "Key " + access.name + " (" + access.role + ", " + apps + ")";
+        // The chart counts every app: only a key for every app may read it.
+        $("nav-stats").hidden = access.apps !== "*";
         route();
       }
 
@@ -163,7 +175,7 @@ enum ConsoleScript {
           d.active ? el("span", { class: "active" }, "active")
             : el("span", { class: "inactive" }, "inactive: " + (d.deactivated_reason || "?") + " " + time(d.deactivated_at)),
           time(d.last_used_at),
-          d.active && d.platform === "ios"
+          d.active && d.platform === "ios" && may("test_push")
             ? el("button", { type: "button", class: "send-test secondary", "data-device": d.id,
                              onclick: (e) => testPush(id, d.id, e.target, result) }, "Send test push")
             : "",

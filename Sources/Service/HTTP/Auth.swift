@@ -5,7 +5,8 @@ import Hummingbird
 /// Who is calling. Apps send the user's HS256 JWT (the seed's bearer token); the
 /// backend sends an API key. Both arrive as `Authorization: Bearer …`.
 struct Auth: Sendable {
-    let apiKeyDigests: [[UInt8]]
+    /// Each key with its secret's HMAC under `comparisonKey`.
+    let apiKeys: [(key: APIKey, digest: [UInt8])]
     let jwt: UserJWTVerifier
     /// A JWT's `exp` and `nbf` are checked against this clock's time.
     let clock: any ServiceClock
@@ -13,14 +14,14 @@ struct Auth: Sendable {
     /// costs the same whatever a guess's length or its first wrong byte.
     private let comparisonKey: [UInt8]
 
-    init(apiKeys: [[UInt8]], jwtSecret: [UInt8], jwtClaims: UserJWTVerifier.Expected = .init(),
+    init(apiKeys: [APIKeyFile.Entry], jwtSecret: [UInt8], jwtClaims: UserJWTVerifier.Expected = .init(),
          clock: any ServiceClock) {
         self.clock = clock
         var key = [UInt8](repeating: 0, count: 32)
         for i in key.indices { key[i] = UInt8.random(in: 0...255) }
         comparisonKey = key
         jwt = UserJWTVerifier(secret: jwtSecret, expected: jwtClaims)
-        apiKeyDigests = apiKeys.map { HMACSHA256.mac(key: key, $0) }
+        self.apiKeys = apiKeys.map { ($0.key, HMACSHA256.mac(key: key, $0.secret)) }
     }
 
     static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
@@ -39,13 +40,16 @@ struct Auth: Sendable {
         return credential.isEmpty ? nil : credential
     }
 
-    func isAPIKey(_ credential: String) -> Bool {
+    /// The key whose secret is `credential`; nil for none.
+    func apiKey(_ credential: String) -> APIKey? {
         let digest = HMACSHA256.mac(key: comparisonKey, Array(credential.utf8))
         // Every key is compared, so the time does not tell which one matched.
-        var found = false
-        for known in apiKeyDigests where Auth.equal(known, digest) { found = true }
+        var found: APIKey?
+        for known in apiKeys where Auth.equal(known.digest, digest) { found = known.key }
         return found
     }
+
+    func isAPIKey(_ credential: String) -> Bool { apiKey(credential) != nil }
 }
 
 /// The apps' user: `sub`, and the company the JWT names (optional).
@@ -202,6 +206,7 @@ struct UserAuthMiddleware: RouterMiddleware {
         case .success(let identity):
             var context = context
             context.user = identity
+            context.audit.actor = "user:" + identity.userID
             return try await next(request, context)
         case .failure(let why):
             // The reason, never the token.
@@ -211,15 +216,33 @@ struct UserAuthMiddleware: RouterMiddleware {
     }
 }
 
-/// Backend routes: one of the configured API keys, or 401.
+/// Backend routes: one of the configured API keys (else 401) whose role allows the
+/// group's `permission` (else 403). Which apps the key may act for each route checks
+/// once it knows the app (`ServiceContext.authorize(app:)`).
 struct APIKeyMiddleware: RouterMiddleware {
     typealias Context = ServiceContext
     let auth: Auth
+    let permission: APIKey.Permission
 
     func handle(_ request: Request, context: Context,
                 next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let key = Auth.bearer(request) else { throw APIError.unauthorized("missing API key") }
-        guard auth.isAPIKey(key) else { throw APIError.unauthorized("invalid API key") }
+        guard let credential = Auth.bearer(request) else { throw APIError.unauthorized("missing API key") }
+        guard let key = auth.apiKey(credential) else { throw APIError.unauthorized("invalid API key") }
+        var context = context
+        context.apiKey = key
+        context.audit.actor = key.name
+        guard key.may(permission) else {
+            throw APIError.forbidden("the API key '\(key.name)' (role \(key.role.rawValue)) may not \(Self.describe(permission))")
+        }
         return try await next(request, context)
+    }
+
+    static func describe(_ permission: APIKey.Permission) -> String {
+        switch permission {
+        case .read: "read"
+        case .testPush: "send a test push"
+        case .send: "create or cancel work"
+        case .admin: "read the audit log"
+        }
     }
 }

@@ -7,8 +7,9 @@ import Store
 /// again with the same key (a retry after a timeout) gets the first one's status
 /// and body, and creates and sends nothing new.
 ///
-/// Keys are scoped by the API key that sent them (its keyed hash, never the key
-/// itself), so two backends never see each other's answers. The store inserts the
+/// Keys are scoped by the API key that sent them: by its name (a rotated secret
+/// with the same name replays), or for a bare key line by the secret's keyed hash
+/// (never the secret itself), so two backends never see each other's answers. The store inserts the
 /// key's row before the work starts: of requests racing with one key, on any
 /// instance, one holds it and the others wait for its answer. The work names what
 /// it creates by the row's resource id, and that id's own primary key (a
@@ -27,7 +28,12 @@ struct IdempotencyGate: Sendable {
     static let leaseMillis: Int64 = 120_000
     /// How long a duplicate waits for the first request's answer before a 409.
     static let waitForFirst: Duration = .seconds(15)
-    static let pollEvery: Duration = .milliseconds(25)
+    /// A duplicate looks again when the first request answers in this process
+    /// (`IdempotencyWakeups`), or after a wait that doubles from the first to the
+    /// last of these: the first request may be on another instance.
+    static let firstLook: Duration = .milliseconds(25)
+    static let longestLook: Duration = .seconds(1)
+    static let wakeups = IdempotencyWakeups()
 
     /// What the guarded work answered: replayed as is to the key's later requests.
     struct Answer: Sendable {
@@ -54,16 +60,20 @@ struct IdempotencyGate: Sendable {
     ///
     /// Call it once the request is checked: a 400 stores no key. A request that
     /// fails (an error thrown, a 5xx) gives its key back, so a retry runs anew.
-    func run(_ request: Request, body: JSON,
+    func run(_ request: Request, context: ServiceContext, body: JSON,
              _ work: (_ resourceID: String, _ resumed: Bool) async throws -> Answer) async throws -> Response {
         let newID = UUID().uuidString.lowercased()
         guard let key = try Self.key(request) else {
+            context.audit.target = newID
             let answer = try await work(newID, false)
             return JSONResponse.make(answer.status, answer.body)
         }
-        let scope = Self.scope(Auth.bearer(request) ?? "")
+        let secret = Auth.bearer(request) ?? ""
+        let scope = context.apiKey?.idempotencyScope(secret: secret) ?? Self.scope(secret)
         let fingerprint = Self.fingerprint(method: request.method.rawValue, path: request.uri.path, body: body)
         let waitUntil = ContinuousClock.now + Self.waitForFirst
+        let waiting = scope + "\n" + key
+        var look = Self.firstLook
         while true {
             let now = clock.nowMillis
             let claim = try await store.claimIdempotencyKey(
@@ -83,8 +93,13 @@ struct IdempotencyGate: Sendable {
                     response.headers[.retryAfter] = "1"
                     return response
                 }
-                try await Task.sleep(for: Self.pollEvery)
+                await Self.wakeups.wait(waiting, atMost: min(look, waitUntil - ContinuousClock.now))
+                try Task.checkCancellation()
+                look = min(look * 2, Self.longestLook)
             case .claimed(let resourceID, let resumed):
+                context.audit.target = resourceID
+                // Whatever this request ends in, those waiting on its key look again.
+                defer { Self.wakeups.wake(waiting) }
                 let answer: Answer
                 do {
                     answer = try await work(resourceID, resumed)
@@ -112,6 +127,11 @@ struct IdempotencyGate: Sendable {
     /// to anyone who reads the database.
     static func scope(_ credential: String) -> String {
         HMACSHA256.hex(HMACSHA256.mac(key: Array("apns-server idempotency scope".utf8), Array(credential.utf8)))
+    }
+
+    /// A named key's scope: its name's keyed hash, which no secret's can equal.
+    static func scope(name: String) -> String {
+        HMACSHA256.hex(HMACSHA256.mac(key: Array("apns-server idempotency key name".utf8), Array(name.utf8)))
     }
 
     /// What must match for a key's later request to be "the same request".

@@ -42,6 +42,7 @@ final class LogPruner: Service, Sendable {
         guard config.retention.days > 0 else { return PruneResult() }
         let cutoff = clock.nowMillis - Int64(config.retention.days) * 86_400_000
         await pruneSchedules(before: cutoff)
+        await pruneAudit(before: cutoff)
         var total = PruneResult()
         while !Task.isCancelled {
             do {
@@ -84,16 +85,8 @@ final class LogPruner: Service, Sendable {
     func pruneDevices() async -> Int {
         guard config.retention.inactiveDeviceDays > 0 else { return 0 }
         let cutoff = clock.nowMillis - Int64(config.retention.inactiveDeviceDays) * 86_400_000
-        var total = 0
-        while !Task.isCancelled {
-            do {
-                let step = try await store.pruneDevices(inactiveBefore: cutoff, limit: Self.batch)
-                total += step
-                if step < Self.batch { break }
-            } catch {
-                logger.error("device pruning failed", metadata: ["error": "\(error)"])
-                break
-            }
+        let total = await inBatches("device pruning") { [store] in
+            try await store.pruneDevices(inactiveBefore: cutoff, limit: $0)
         }
         if total > 0 { logger.info("inactive devices pruned", metadata: ["devices": "\(total)"]) }
         return total
@@ -104,16 +97,8 @@ final class LogPruner: Service, Sendable {
     @discardableResult
     func pruneIdempotencyKeys() async -> Int {
         let cutoff = clock.nowMillis - Int64(config.idempotencyRetentionHours) * 3_600_000
-        var total = 0
-        while !Task.isCancelled {
-            do {
-                let step = try await store.pruneIdempotencyKeys(before: cutoff, limit: Self.batch)
-                total += step
-                if step < Self.batch { break }
-            } catch {
-                logger.error("idempotency key pruning failed", metadata: ["error": "\(error)"])
-                break
-            }
+        let total = await inBatches("idempotency key pruning") { [store] in
+            try await store.pruneIdempotencyKeys(before: cutoff, limit: $0)
         }
         if total > 0 { logger.info("idempotency keys pruned", metadata: ["keys": "\(total)"]) }
         return total
@@ -123,14 +108,28 @@ final class LogPruner: Service, Sendable {
     /// `cutoff`; a sent one's notification stays in the log by its own retention.
     @discardableResult
     func pruneSchedules(before cutoff: Int64) async -> Int {
+        await inBatches("schedule pruning") { [store] in try await store.pruneSchedules(before: cutoff, limit: $0) }
+    }
+
+    /// Audit entries recorded before `cutoff`: the audit log is kept as long as the
+    /// delivery log.
+    @discardableResult
+    func pruneAudit(before cutoff: Int64) async -> Int {
+        await inBatches("audit log pruning") { [store] in try await store.pruneAudit(before: cutoff, limit: $0) }
+    }
+
+    /// `step` (which removes at most the batch it is given and says how many went)
+    /// until a step removes less than a batch; the total. A failure is logged, and
+    /// the next round tries again.
+    private func inBatches(_ what: String, _ step: (Int) async throws -> Int) async -> Int {
         var total = 0
         while !Task.isCancelled {
             do {
-                let step = try await store.pruneSchedules(before: cutoff, limit: Self.batch)
-                total += step
-                if step < Self.batch { break }
+                let removed = try await step(Self.batch)
+                total += removed
+                if removed < Self.batch { break }
             } catch {
-                logger.error("schedule pruning failed", metadata: ["error": "\(error)"])
+                logger.error("\(what) failed", metadata: ["error": "\(error)"])
                 break
             }
         }

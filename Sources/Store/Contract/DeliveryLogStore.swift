@@ -19,6 +19,7 @@ public struct NotificationView: Sendable, Hashable {
     public var type: String
     public var entityID: String?
     public var createdAt: Int64
+    public var appType: String
     /// This page of deliveries.
     public var deliveries: [DeliveryView]
     /// All of the notification's deliveries by state, not only this page's.
@@ -27,8 +28,9 @@ public struct NotificationView: Sendable, Hashable {
     public var next: Int64?
 
     public init(id: String, type: String, entityID: String?, createdAt: Int64, deliveries: [DeliveryView],
-                counts: [String: Int] = [:], next: Int64? = nil) {
+                counts: [String: Int] = [:], next: Int64? = nil, appType: String = "") {
         self.id = id
+        self.appType = appType
         self.type = type
         self.entityID = entityID
         self.createdAt = createdAt
@@ -60,10 +62,12 @@ public struct DeliveryView: Sendable, Hashable {
     public var carriedBy: String?
     /// A carrier: how many notifications it stands for.
     public var batched: Int?
+    /// Its notification's app.
+    public var appType: String
 
     public init(notificationID: String, userID: String, token: String, environment: String, state: String,
                 apnsID: String, status: Int?, reason: String?, timestamp: Int64?, attempts: Int, finishedAt: Int64?,
-                notBefore: Int64? = nil, carriedBy: String? = nil, batched: Int? = nil) {
+                notBefore: Int64? = nil, carriedBy: String? = nil, batched: Int? = nil, appType: String = "") {
         self.notificationID = notificationID
         self.userID = userID
         self.token = token
@@ -78,5 +82,6 @@ public struct DeliveryView: Sendable, Hashable {
         self.notBefore = notBefore
         self.carriedBy = carriedBy
         self.batched = batched
+        self.appType = appType
     }
 }

@@ -10,7 +10,7 @@ extension PostgresStore {
         return try await transaction(doing) { db -> NotificationView? in
             try await db.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             guard let row = try await db.rows("""
-                SELECT id, type, entity_id, created_at FROM notifications WHERE id = \(id)
+                SELECT id, type, entity_id, created_at, app_type FROM notifications WHERE id = \(id)
                 """).first
             else { return nil }
             var counts: [String: Int] = [:]
@@ -33,7 +33,8 @@ extension PostgresStore {
             }
             let page = Page(rows: deliveries, limit: limit) { ids[$0] }
             return NotificationView(id: try row.get(0), type: try row.get(1), entityID: try row.get(2),
-                                    createdAt: try row.get(3), deliveries: page.items, counts: counts, next: page.next)
+                                    createdAt: try row.get(3), deliveries: page.items, counts: counts, next: page.next,
+                                    appType: try row.get(4))
         }
     }
 
@@ -64,6 +65,6 @@ extension DeliveryView {
                   environment: try row.get(i + 3), state: try row.get(i + 4), apnsID: try row.get(i + 5),
                   status: try row.get(i + 6), reason: try row.get(i + 7), timestamp: try row.get(i + 8),
                   attempts: try row.get(i + 9), finishedAt: try row.get(i + 10), notBefore: try row.get(i + 11),
-                  carriedBy: try row.get(i + 13), batched: try row.get(i + 12))
+                  carriedBy: try row.get(i + 13), batched: try row.get(i + 12), appType: try row.get(i + 14))
     }
 }

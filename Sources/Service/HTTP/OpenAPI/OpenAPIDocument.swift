@@ -634,6 +634,33 @@ enum OpenAPIDocument {
         "responses": {"200": {"description": "The style sheet.", "content": {"text/css": {"schema": {"type": "string"}}}}}
       }
     },
+    "/v1/api-key": {
+      "get": {
+        "operationId": "getAPIKey", "tags": ["support"], "summary": "What the calling API key may do.",
+        "description": "Its name, role, apps (`*`: every app) and the permissions the role gives. The console shows only what these allow.",
+        "security": [{"apiKey": []}],
+        "responses": {
+          "200": {"description": "The key.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/APIKey"},
+            "example": {"name": "billing-worker", "role": "send", "apps": ["staff"], "permissions": ["read", "send"]}}}}
+        }
+      }
+    },
+    "/v1/audit": {
+      "get": {
+        "operationId": "listAuditEntries", "tags": ["support"], "summary": "Who created, cancelled or changed what (an admin key).",
+        "description": "Newest first. Every call that creates, cancels or changes something (any method but GET on `/v1/`, and the apps' token and preference changes) is recorded once its answer is known, refusals included: the key's name (or `user:` and the app user's id), the method and path, the app, what it created, the status and the caller's address. Never a secret or a payload. Kept as long as the delivery log (`retention.days`).",
+        "security": [{"apiKey": []}],
+        "parameters": [{"$ref": "#/components/parameters/Limit"}, {"$ref": "#/components/parameters/After"}],
+        "responses": {
+          "200": {"description": "A page of entries.", "content": {"application/json": {
+            "schema": {"type": "object", "required": ["entries"], "properties": {
+              "entries": {"type": "array", "items": {"$ref": "#/components/schemas/AuditEntry"}},
+              "next": {"$ref": "#/components/schemas/Cursor"}}}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "503": {"$ref": "#/components/responses/Busy"}
+        }
+      }
+    },
     "/v1/webhook-events": {
       "get": {
         "operationId": "listWebhookEvents", "tags": ["backend"], "summary": "Webhook events in the order they were written, a page at a time.",
@@ -657,7 +684,7 @@ enum OpenAPIDocument {
   },
   "components": {
     "securitySchemes": {
-      "apiKey": {"type": "http", "scheme": "bearer", "description": "A backend's API key: one line of the config's `api_keys_file`."},
+      "apiKey": {"type": "http", "scheme": "bearer", "description": "A backend's API key: one line of the config's `api_keys_file`, `NAME ROLE APPS KEY` (a bare key is an `admin` key for every app). Its role and apps decide what it may do (403 otherwise); `GET /v1/api-key` says."},
       "userJWT": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT", "description": "The app user's HS256 JWT, signed with the config's `user_jwt_secret_file` secret: `sub` is the user id, `exp` is required, `company_id` optional; `aud` and `iss` are checked when the config's `user_jwt` names them (Supabase's tokens work as they are)."}
     },
     "parameters": {
@@ -675,6 +702,7 @@ enum OpenAPIDocument {
     },
     "responses": {
       "BadRequest": {"description": "The request is malformed or refused; nothing was stored.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}, "example": {"success": false, "error": "platform must be \"ios\" or \"android\""}}}},
+      "Forbidden": {"description": "The API key's role does not allow this operation (`read` reads; `support` reads and sends test pushes; `send` reads, creates and cancels; `admin` does everything and reads the audit log), or its apps do not include the app the request acts for. Nothing was read or changed.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}, "example": {"success": false, "error": "the API key 'reports' (role read) may not create or cancel work"}}}},
       "Unauthorized": {"description": "No bearer credential, or not one this route takes.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}, "example": {"success": false, "error": "invalid API key"}}}},
       "NotFound": {"description": "Not found (or not the user's).", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}, "example": {"success": false, "error": "notification not found"}}}},
       "Timeout": {"description": "The body did not arrive in time.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
@@ -860,6 +888,15 @@ enum OpenAPIDocument {
         "apns_request_id": {"type": ["string", "null"]}, "apns_unique_id": {"type": ["string", "null"]},
         "attempts": {"type": "integer", "minimum": 0},
         "created_at": {"$ref": "#/components/schemas/Timestamp"}, "finished_at": {"$ref": "#/components/schemas/Timestamp"}}},
+      "APIKey": {"type": "object", "required": ["name", "role", "apps", "permissions"], "properties": {
+        "name": {"type": "string"}, "role": {"enum": ["read", "support", "send", "admin"]},
+        "apps": {"oneOf": [{"const": "*"}, {"type": "array", "items": {"type": "string"}}]},
+        "permissions": {"type": "array", "items": {"enum": ["read", "test_push", "send", "admin"]}}}},
+      "AuditEntry": {"type": "object", "required": ["at", "actor", "method", "path", "app_type", "target", "status", "remote_address"], "properties": {
+        "at": {"$ref": "#/components/schemas/Timestamp"}, "actor": {"type": "string"},
+        "method": {"type": "string"}, "path": {"type": "string"},
+        "app_type": {"type": ["string", "null"]}, "target": {"type": ["string", "null"]},
+        "status": {"type": "integer"}, "remote_address": {"type": ["string", "null"]}}},
       "WebhookEvent": {"type": "object", "required": ["id", "type", "url", "state", "attempts", "created_at"], "properties": {
         "id": {"type": "string"}, "type": {"type": "string"}, "url": {"type": "string"},
         "state": {"enum": ["pending", "delivered", "failed"]}, "attempts": {"type": "integer", "minimum": 0},
@@ -898,6 +935,8 @@ enum OpenAPIDocument {
         var errors: [(String, String)] = []
         if case .array(let requirements)? = operation["security"], !requirements.isEmpty {
             errors.append(("401", "Unauthorized"))
+            // An API key's role or apps may not cover the operation.
+            if requirements.contains(where: { $0["apiKey"] != nil }) { errors.append(("403", "Forbidden")) }
         }
         if operation["requestBody"] != nil {
             errors += [("400", "BadRequest"), ("408", "Timeout"), ("413", "TooLarge")]

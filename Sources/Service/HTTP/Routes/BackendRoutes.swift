@@ -14,13 +14,14 @@ struct BackendRoutes: Sendable {
     let worker: WorkerWakeup
 
     func register(on router: Router<ServiceContext>) {
-        let group = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth))
-        group.post("users/:user_id/device-tokens", use: registerDevice)
-        group.post("device-tokens", use: registerDevices)
-        group.post("notifications", use: notify)
-        group.get("notifications/:id", use: notification)
-        group.delete("notifications/:id", use: cancel)
-        group.get("deliveries", use: delivery)
+        let read = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth, permission: .read))
+        let send = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth, permission: .send))
+        send.post("users/:user_id/device-tokens", use: registerDevice)
+        send.post("device-tokens", use: registerDevices)
+        send.post("notifications", use: notify)
+        read.get("notifications/:id", use: notification)
+        send.delete("notifications/:id", use: cancel)
+        read.get("deliveries", use: delivery)
     }
 
     @Sendable func registerDevice(_ request: Request, context: ServiceContext) async throws -> Response {
@@ -34,6 +35,7 @@ struct BackendRoutes: Sendable {
             companyID = id
         }
         let device = try Registration.parse(json, userID: userID, companyID: companyID, config: config)
+        try context.authorize(app: device.appType)
         try await Registration.store([device], in: store, config: config, now: clock.nowMillis)
         return JSONResponse.success(message: "Device token registered successfully")
     }
@@ -71,8 +73,12 @@ struct BackendRoutes: Sendable {
                 throw APIError.badRequest("devices[\(i)]: \(error.message)")
             }
         }
+        // Every entry's app, before anything is stored: one outside the key's apps
+        // is a 403 and none of the list is stored.
+        for app in Set(devices.map(\.appType)).sorted() { try context.authorize(app: app) }
+        context.audit.app = Set(devices.map(\.appType)).count == 1 ? devices.first?.appType : nil
         let devicesChecked = devices
-        return try await idempotency.run(request, body: json) { _, _ in
+        return try await idempotency.run(request, context: context, body: json) { _, _ in
             do {
                 try await Registration.store(devicesChecked, in: store, config: config, now: clock.nowMillis, listed: true)
             } catch let error as StoreError {
@@ -98,13 +104,14 @@ struct BackendRoutes: Sendable {
         _ = try IdempotencyGate.key(request)
         let json = try await body.object(request)
         let checked = try fanOut.parse(json)
+        try context.authorize(app: checked.app.appType)
         if let when = try Scheduling.when(json, now: clock.nowMillis, horizonDays: config.scheduleHorizonDays) {
-            return try await idempotency.run(request, body: json) { id, resumed in
+            return try await idempotency.run(request, context: context, body: json) { id, resumed in
                 try await schedule(id: id, resumed: resumed, kind: "notification", appType: checked.app.appType,
                                    type: checked.type, when: when, body: json)
             }
         }
-        return try await idempotency.run(request, body: json) { id, resumed in
+        return try await idempotency.run(request, context: context, body: json) { id, resumed in
             // An earlier request with this key died after committing: what it made
             // stands. One that died while planning made nothing that stands.
             if resumed { try await fanOut.discardDeadPlan(id) }
@@ -144,6 +151,11 @@ struct BackendRoutes: Sendable {
     /// in the answer and left to finish.
     @Sendable func cancel(_ request: Request, context: ServiceContext) async throws -> Response {
         let id = try context.pathParameter("id")
+        // Whose it is, before anything changes: another app's is a 403 and stays.
+        guard let appType = try await Self.appType(ofNotification: id, in: store) else {
+            throw APIError.notFound("notification not found")
+        }
+        try context.authorize(app: appType)
         let now = clock.nowMillis
         if let row = try await store.cancelSchedule(id: id, now: now) {
             switch row.state {
@@ -169,6 +181,12 @@ struct BackendRoutes: Sendable {
         ]))
     }
 
+    /// The app of a notification, scheduled or fanned out; nil when there is none.
+    static func appType(ofNotification id: String, in store: any DeliveryStore) async throws -> String? {
+        if let row = try await store.scheduled(id: id) { return row.schedule.appType }
+        return try await store.notification(id: id, limit: 1, after: nil)?.appType
+    }
+
     var idempotency: IdempotencyGate {
         IdempotencyGate(store: store, clock: clock, retentionHours: config.idempotencyRetentionHours)
     }
@@ -192,6 +210,10 @@ struct BackendRoutes: Sendable {
         let id = try context.pathParameter("id")
         let query = request.uri.queryParameters
         let (limit, after) = try BackendRoutes.page(query)
+        guard let appType = try await Self.appType(ofNotification: id, in: store) else {
+            throw APIError.notFound("notification not found")
+        }
+        try context.authorize(app: appType)
         let body = try await BackendRoutes.notificationJSON(store, id: id, limit: limit, after: after)
         guard let body else {
             // Scheduled: not fanned out yet, or never to be (cancelled, superseded).
@@ -251,6 +273,7 @@ struct BackendRoutes: Sendable {
         guard let view = try await store.delivery(apnsID: String(apnsID).lowercased()) else {
             throw APIError.notFound("delivery not found")
         }
+        try context.authorize(app: view.appType)
         let reported = try await store.notificationEngagement(notificationID: view.notificationID,
                                                               apnsIDs: [view.apnsID]).times[view.apnsID]
         guard case .object(let members) = BackendRoutes.json(view, reported: reported) else {

@@ -23,13 +23,14 @@ struct ChannelRoutes: Sendable {
     let worker: WorkerWakeup
 
     func register(on router: Router<ServiceContext>) {
-        let backend = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth))
-        backend.post("channels", use: create)
-        backend.get("channels", use: list)
-        backend.get("channels/:app_type/:entity_type/:entity_id", use: read)
-        backend.delete("channels/:app_type/:entity_type/:entity_id", use: delete)
-        backend.post("channels/:app_type/:entity_type/:entity_id/broadcasts", use: broadcast)
-        backend.get("broadcasts/:id", use: broadcastLog)
+        let reading = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth, permission: .read))
+        let sending = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth, permission: .send))
+        sending.post("channels", use: create)
+        reading.get("channels", use: list)
+        reading.get("channels/:app_type/:entity_type/:entity_id", use: read)
+        sending.delete("channels/:app_type/:entity_type/:entity_id", use: delete)
+        sending.post("channels/:app_type/:entity_type/:entity_id/broadcasts", use: broadcast)
+        reading.get("broadcasts/:id", use: broadcastLog)
         let app = router.group("api/user").add(middleware: UserAuthMiddleware(auth: auth))
         app.get("live-activity-channel", use: channelForApp)
     }
@@ -42,6 +43,7 @@ struct ChannelRoutes: Sendable {
         guard let appType = json["app_type"]?.stringValue else { throw APIError.badRequest("app_type is required") }
         let key = try Self.key(appType: appType, entityType: json["entity_type"]?.stringValue,
                                entityID: json["entity_id"]?.stringValue, environment: json["environment"], config: config)
+        try context.authorize(app: key.appType)
         var policy = MessageStoragePolicy.mostRecentMessageStored
         if let p = json["storage_policy"], !p.isNull {
             guard let n = p.intValue, let known = MessageStoragePolicy(rawValue: n) else {
@@ -51,7 +53,7 @@ struct ChannelRoutes: Sendable {
         }
         let audience = try Self.audience(json["audience"])
         let client = try client(key)
-        return try await idempotency.run(request, body: json) { _, _ in
+        return try await idempotency.run(request, context: context, body: json) { _, _ in
             try await broadcasts.creatingChannel(key) { () async throws -> IdempotencyGate.Answer in
                 if let existing = try await store.channel(key) {
                     if let audience { _ = try await store.setChannelAudience(key, audience) }
@@ -88,6 +90,7 @@ struct ChannelRoutes: Sendable {
         let q = request.uri.queryParameters
         guard let appType = q["app_type"].map(String.init) else { throw APIError.badRequest("app_type is required") }
         guard config.app(appType) != nil else { throw APIError.badRequest("unknown app_type '\(appType)'") }
+        try context.authorize(app: appType)
         let environment = q["environment"].map(String.init)
         if let environment, environment != "sandbox" && environment != "production" {
             throw APIError.badRequest("environment must be \"sandbox\" or \"production\"")
@@ -163,7 +166,7 @@ struct ChannelRoutes: Sendable {
             throw APIError.badRequest(error.description)
         }
         let bytes = payload.bytes
-        return try await idempotency.run(request, body: json) { id, resumed in
+        return try await idempotency.run(request, context: context, body: json) { id, resumed in
             // An earlier request with this key died after recording it: it stands.
             let recorded = resumed ? try await store.broadcast(id: id) != nil : false
             if !recorded {
@@ -179,6 +182,7 @@ struct ChannelRoutes: Sendable {
     @Sendable func broadcastLog(_ request: Request, context: ServiceContext) async throws -> Response {
         let id = try context.pathParameter("id")
         guard let b = try await store.broadcast(id: id) else { throw APIError.notFound("broadcast not found") }
+        try context.authorize(app: b.key.appType)
         return JSONResponse.ok(.object([
             ("broadcast_id", .string(b.id)),
             ("app_type", .string(b.key.appType)),
@@ -279,9 +283,12 @@ struct ChannelRoutes: Sendable {
 
     func pathKey(_ request: Request, _ context: ServiceContext, environment: JSON? = nil) throws(APIError) -> ChannelKey {
         let env = environment ?? request.uri.queryParameters["environment"].map { JSON.string(String($0)) }
-        return try Self.key(appType: context.pathParameter("app_type"),
-                            entityType: context.pathParameter("entity_type"),
-                            entityID: context.pathParameter("entity_id"), environment: env, config: config)
+        let key = try Self.key(appType: context.pathParameter("app_type"),
+                               entityType: context.pathParameter("entity_type"),
+                               entityID: context.pathParameter("entity_id"), environment: env, config: config)
+        // Every route with a channel in its path acts for that channel's app.
+        try context.authorize(app: key.appType)
+        return key
     }
 
     func client(_ key: ChannelKey) throws(APIError) -> BroadcastClient {

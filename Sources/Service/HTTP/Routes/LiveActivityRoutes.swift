@@ -18,7 +18,7 @@ struct LiveActivityRoutes: Sendable {
         app.post("live-activity-token", use: registerToken)
         app.delete("live-activity-token", use: unregisterToken)
         app.get("live-activity-tokens", use: listTokens)
-        let backend = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth))
+        let backend = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth, permission: .send))
         backend.post("users/:user_id/live-activity-tokens", use: registerForUser)
         backend.post("live-activities", use: send)
     }
@@ -110,6 +110,7 @@ struct LiveActivityRoutes: Sendable {
     @Sendable func registerForUser(_ request: Request, context: ServiceContext) async throws -> Response {
         let userID = try context.pathUserID()
         let registration = try Self.parse(try await body.object(request), userID: userID, config: config)
+        try context.authorize(app: registration.appType)
         try await save(registration)
         return JSONResponse.success(message: "Live Activity token registered successfully")
     }
@@ -119,9 +120,10 @@ struct LiveActivityRoutes: Sendable {
         let sender = LiveActivitySend(config: config, store: store, clock: clock)
         let json = try await body.object(request)
         let checked = try sender.parse(json)
+        try context.authorize(app: checked.app.appType)
         let gate = IdempotencyGate(store: store, clock: clock, retentionHours: config.idempotencyRetentionHours)
         if let when = try Scheduling.when(json, now: clock.nowMillis, horizonDays: config.scheduleHorizonDays) {
-            return try await gate.run(request, body: json) { id, resumed in
+            return try await gate.run(request, context: context, body: json) { id, resumed in
                 if resumed, let row = try await store.scheduled(id: id) {
                     return .init(status: .accepted, body: Scheduling.accepted(id: id, when: when, superseded: nil)
                         .with(state: row.state))
@@ -135,7 +137,7 @@ struct LiveActivityRoutes: Sendable {
             }
         }
         return try await gate
-            .run(request, body: json) { id, resumed in
+            .run(request, context: context, body: json) { id, resumed in
                 // An earlier request with this key died after committing: what it made stands.
                 if resumed, let done = try await store.notification(id: id, limit: 1, after: nil) {
                     return .init(status: .accepted, body: .object([("notification_id", .string(id)),

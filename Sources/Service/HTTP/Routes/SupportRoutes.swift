@@ -18,14 +18,15 @@ struct SupportRoutes: Sendable {
     let worker: WorkerWakeup
 
     func register(on router: Router<ServiceContext>) {
-        let group = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth))
-        group.get("users/:user_id/device-tokens", use: devices)
-        group.get("users/:user_id/push-preferences", use: preferences)
-        group.get("users/:user_id/deliveries", use: deliveries)
-        group.post("users/:user_id/test-push", use: testPush)
-        group.get("notifications", use: notifications)
-        group.get("deactivated-device-tokens", use: deactivated)
-        group.get("stats/deliveries", use: stats)
+        let read = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth, permission: .read))
+        read.get("users/:user_id/device-tokens", use: devices)
+        read.get("users/:user_id/push-preferences", use: preferences)
+        read.get("users/:user_id/deliveries", use: deliveries)
+        read.get("notifications", use: notifications)
+        read.get("deactivated-device-tokens", use: deactivated)
+        read.get("stats/deliveries", use: stats)
+        router.group("v1").add(middleware: APIKeyMiddleware(auth: auth, permission: .testPush))
+            .post("users/:user_id/test-push", use: testPush)
     }
 
     /// Lists that count each item's deliveries take at most this many a page.
@@ -37,15 +38,17 @@ struct SupportRoutes: Sendable {
 
     @Sendable func devices(_ request: Request, context: ServiceContext) async throws -> Response {
         let user = try context.pathUserID()
-        let rows = try await store.userDevices(userID: user)
+        // A key limited to some apps sees only those apps' tokens.
+        let rows = try await store.userDevices(userID: user).filter { context.sees(app: $0.appType) }
         return JSONResponse.ok(.object([("user_id", .string(user)), ("tokens", .array(rows.map(Self.json)))]))
     }
 
     @Sendable func preferences(_ request: Request, context: ServiceContext) async throws -> Response {
         let user = try context.pathUserID()
-        var apps = config.apps
+        var apps = config.apps.filter { context.sees(app: $0.appType) }
         if let name = request.uri.queryParameters["app_type"] {
             guard let app = config.app(String(name)) else { throw APIError.badRequest("unknown app_type") }
+            try context.authorize(app: app.appType)
             apps = [app]
         }
         var members: [(String, JSON)] = []
@@ -67,7 +70,9 @@ struct SupportRoutes: Sendable {
             before = nil
         }
         let page = try await store.userDeliveries(userID: user, limit: limit, before: before)
-        let items: [JSON] = page.items.map { d in
+        // A page may come back short for a key limited to some apps; `next` still
+        // follows the whole log, so the pages add up.
+        let items: [JSON] = page.items.filter { context.sees(app: $0.appType) }.map { d in
             guard case .object(let members) = BackendRoutes.json(d) else { return .null }
             return .object([("notification_id", .string(d.notificationID))] + members)
         }
@@ -78,7 +83,7 @@ struct SupportRoutes: Sendable {
     @Sendable func notifications(_ request: Request, context: ServiceContext) async throws -> Response {
         let (limit, after) = try Self.page(request.uri.queryParameters)
         let page = try await store.recentNotifications(limit: limit, before: try Self.cursor(after))
-        let items: [JSON] = page.items.map { n -> JSON in
+        let items: [JSON] = page.items.filter { context.sees(app: $0.appType) }.map { n -> JSON in
             JSON.object([
                 ("notification_id", .string(n.id)),
                 ("type", .string(n.type)),
@@ -99,7 +104,8 @@ struct SupportRoutes: Sendable {
                                              default: Self.defaultDeactivatedHours)
         let since = clock.nowMillis - Int64(hours) * 3_600_000
         let page = try await store.deactivatedDevices(since: since, limit: limit, before: try Self.cursor(after))
-        return JSONResponse.ok(.object([("hours", .int(hours)), ("tokens", .array(page.items.map(Self.json)))]
+        let tokens = page.items.filter { context.sees(app: $0.appType) }
+        return JSONResponse.ok(.object([("hours", .int(hours)), ("tokens", .array(tokens.map(Self.json)))]
             + (page.next.map { [("next", JSON.string($0.text))] } ?? [])))
     }
 
@@ -127,6 +133,7 @@ struct SupportRoutes: Sendable {
         guard let device = try await store.userDevices(userID: user).first(where: { $0.id == Int64(deviceID) }) else {
             throw APIError.notFound("device token not found")
         }
+        try context.authorize(app: device.appType)
         guard device.isActive else {
             throw APIError.conflict("the device token is not active (\(device.deactivatedReason ?? "deactivated"))")
         }
@@ -143,6 +150,7 @@ struct SupportRoutes: Sendable {
         let delivery = NewDelivery(userID: user, deviceID: device.id, token: device.token,
                                    environment: device.environment, apnsID: ids.next(), payload: payload)
         try await store.enqueue(notification, [delivery], now: clock.nowMillis)
+        context.audit.target = notification.id
         metrics.notification(app: device.appType, deliveries: 1)
         worker.wake()
         return JSONResponse.make(.accepted, .object([
@@ -158,6 +166,8 @@ struct SupportRoutes: Sendable {
     /// `?seconds=` (1 to 3600, default 3600): this process's final outcomes, a count a
     /// second, oldest first and ending now; failures by APNs' reason over the window.
     @Sendable func stats(_ request: Request, context: ServiceContext) async throws -> Response {
+        // This process's counts over every app.
+        try context.authorizeAllApps()
         let seconds = try QueryNumbers.integer(request.uri.queryParameters, "seconds", in: 1...DeliveryRates.seconds,
                                                default: DeliveryRates.seconds)
         let s = metrics.rates.snapshot(seconds: seconds)

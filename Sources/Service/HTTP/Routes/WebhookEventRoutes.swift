@@ -12,10 +12,12 @@ struct WebhookEventRoutes: Sendable {
     static let states: Set<String> = ["pending", "delivered", "failed"]
 
     func register(on router: Router<ServiceContext>) {
-        router.group("v1").add(middleware: APIKeyMiddleware(auth: auth)).get("webhook-events", use: list)
+        router.group("v1").add(middleware: APIKeyMiddleware(auth: auth, permission: .read)).get("webhook-events", use: list)
     }
 
     @Sendable func list(_ request: Request, context: ServiceContext) async throws -> Response {
+        // The webhooks are the service's, not an app's: their events span every app.
+        try context.authorizeAllApps()
         let query = request.uri.queryParameters
         var state: String?
         if let text = query["state"] {
