@@ -8,6 +8,7 @@ scripts/gen-pki.sh "$dir/pki"
 . "$dir/pki/ids.env"
 . "$(dirname "$0")/lib/mock.sh"
 . "$(dirname "$0")/lib/server.sh"
+. "$(dirname "$0")/lib/demo-config.sh"
 work=$dir/server
 rm -rf "$work"; mkdir -p "$work"
 
@@ -28,19 +29,15 @@ server=
 trap 'kill $server $mock 2>/dev/null; wait $server $mock 2>/dev/null || true' EXIT
 mock_port=$(mock_port "$work/mock.out" "$work/mock.err" $mock) || exit 1
 
-# The example config, pointed at the mock and the throw-away key.
+# The example config, every app pointed at the mock (scripts/check-demo-config.sh
+# proves it), with the throw-away key.
 api_key=$(openssl rand -hex 24)
 echo "$api_key" >"$work/api-keys"
 openssl rand -hex 32 >"$work/user-jwt.secret"
 chmod 600 "$work/api-keys" "$work/user-jwt.secret"
 cp "$dir/pki/AuthKey_$KEY_ID.p8" "$work/"
-sed -e "s/AuthKey_ABC123DEFG.p8/AuthKey_$KEY_ID.p8/; s/key_id: ABC123DEFG/key_id: $KEY_ID/; s/team_id: DEF123GHIJ/team_id: $TEAM_ID/" \
-    -e "s|# sandbox_endpoint: .*|sandbox_endpoint: https://127.0.0.1:$mock_port|" \
-    -e "s|# production_endpoint: .*|production_endpoint: https://127.0.0.1:$mock_port|" \
-    -e "s|# cacert: .*|cacert: $(cd "$dir/pki" && pwd)/ca.pem|" \
-    -e "s/log_level: info/log_level: warning/" \
-    -e "s/topic: .*/topic: $TOPIC/" -e "s/window_seconds: 60/window_seconds: 3/" \
-    examples/server/apns-server.yaml >"$work/apns-server.yaml"
+demo_config examples/server/apns-server.yaml "$mock_port" "$(cd "$dir/pki" && pwd)/ca.pem" "$KEY_ID" "$TEAM_ID" "$TOPIC" \
+  >"$work/apns-server.yaml"
 port=$(free_port)
 base=http://127.0.0.1:$port
 APNS_SERVER_LISTEN=127.0.0.1:$port "$bin/apns-server" --config "$work/apns-server.yaml" 2>"$work/server.err" &

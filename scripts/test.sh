@@ -2,6 +2,8 @@
 # make test: what CI runs, phase by phase, each timed (scripts/timed.sh), then the total.
 #   resolve      the package's dependencies, fetched once for both builds below
 #   rules        the alert rules: promtool check rules and test rules (check-rules.sh)
+#   demo-config  the example config as make demo-server rewrites it sends every app to
+#                loopback, never to Apple (check-demo-config.sh)
 #   build        swift build --build-tests (debug)
 #   tests        the suite, less the engine's races and its fault matrix (ALONE)
 #   checks-build the fuzz harnesses and the sanitized build (fuzz.sh and sanitize.sh
@@ -38,6 +40,7 @@ failed() {
 # versions and the two builds never write Package.resolved at once.
 scripts/timed.sh resolve "$swift" package resolve || failed resolve
 scripts/timed.sh rules scripts/check-rules.sh || failed rules
+scripts/timed.sh demo-config scripts/check-demo-config.sh || failed demo-config
 
 # Its own process group, so that a failed run stops the whole build, compilers included.
 # A new session is a new scheduling group too (Linux's autogroup), and groups share the

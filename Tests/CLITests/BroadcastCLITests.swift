@@ -15,7 +15,7 @@ import Testing
         return try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
     }
 
-    /// The README's commands, in order: create, broadcast, read, list, delete.
+    /// docs/cli.md's commands, in order: create, broadcast, read, list, delete.
     @Test func aChannelsWholeLifeFromTheCommandLine() async throws {
         let mock = try CLI.mock()
         let base = CLI.arguments(mock)
@@ -86,7 +86,7 @@ import Testing
         #expect(mock.statistics().streams == 0)
     }
 
-    /// The README's Live Activity line: a push-to-start to a device with the example file,
+    /// docs/cli.md's Live Activity line: a push-to-start to a device with the example file,
     /// and a malformed Live Activity payload refused before anything is sent.
     @Test func aLiveActivityStartGoesToADevice() async throws {
         let mock = try CLI.mock()

@@ -170,7 +170,7 @@ struct ResumeInput {
 }
 
 extension Record {
-    /// A record `--resume` skips the token of (README, "Failure semantics").
+    /// A record `--resume` skips the token of (docs/cli.md, "What a run promises").
     var isFinal: Bool {
         switch (status, reason) {
         case (200, _), (410, _), (400, "BadDeviceToken"?), (400, "DeviceTokenNotForTopic"?), (0, "BadDeviceToken"?): true
