@@ -5,8 +5,9 @@
 /// a payload ActivityKit would drop is never sent.
 ///
 /// ```swift
-/// let start = try LiveActivity(event: .start, timestamp: now, contentState: ["score": "0-0"],
-///                              attributesType: "MatchAttributes", attributes: ["home": "A", "away": "B"],
+/// let start = try LiveActivity(event: .start, timestamp: now, contentState: .object([("score", "0-0")]),
+///                              attributesType: "MatchAttributes", attributes: .object([("home", "A"), ("away", "B")]),
+
 ///                              alert: .init(title: "Kick-off", body: "A vs B"))
 /// let note = try Notification(topic: "com.example.app", pushType: .liveactivity,
 ///                             payload: Payload(aps: APS(liveActivity: start)))
