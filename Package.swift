@@ -164,7 +164,9 @@ let package = Package(
 // scripts/sanitize.sh checks the C shim, the mock and the engine under AddressSanitizer:
 // with APNS_CORE_ONLY set, the manifest holds only those and their tests, so that its
 // sanitized build does not compile the service's dependencies (NIO, BoringSSL, SQLite,
-// PostgreSQL), which it never runs.
+// PostgreSQL), which it never runs. scripts/docs.sh builds the libraries' DocC catalogs on
+// the same smaller manifest, so swift-docc-plugin stays in it.
+
 if Context.environment["APNS_CORE_ONLY"] != nil {
     let core: Set<String> = ["CAPNs", "CAPNsMock", "CBuildInfo", "APNs", "APNsMock", "apns-send", "apns-mock",
                              "TestSupport", "CAPNsTests", "APNsMockTests", "APNsTests"]
