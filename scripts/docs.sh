@@ -22,14 +22,15 @@ out="$scratch/docs"
 grep -q swift-docc-plugin Package.resolved 2>/dev/null || "$swift" package resolve
 rm -rf "$out"
 mkdir -p "$out"
-for target in "${targets[@]}"; do
-  echo "== docs: $target"
-  # --disable-indexing: no IDE index, which nothing here reads.
-  APNS_CORE_ONLY=1 "$swift" package --scratch-path "$scratch" --only-use-versions-from-resolved-file \
-    --allow-writing-to-directory "$out" \
-    generate-documentation --target "$target" --disable-indexing --warnings-as-errors \
-    --output-path "$out/$target.doccarchive"
-done
+# One invocation for both (the package is loaded once); with several targets the plugin
+# puts each archive in the output directory as TARGET.doccarchive. --disable-indexing:
+# no IDE index, which nothing here reads.
+target_args=()
+for target in "${targets[@]}"; do target_args+=(--target "$target"); done
+APNS_CORE_ONLY=1 "$swift" package --scratch-path "$scratch" --only-use-versions-from-resolved-file \
+  --allow-writing-to-directory "$out" \
+  generate-documentation "${target_args[@]}" --disable-indexing --warnings-as-errors --output-path "$out"
+
 
 # The symbol graphs the plugin extracted (public symbols only) against the sources and
 # the landing pages (Docs.docc/index.md).
