@@ -25,6 +25,9 @@
 #   make fuzz      every libFuzzer harness, FUZZ_SECONDS each (default 60)
 #   make sanitize  ASan/UBSan tests of the shim and the mock, a leak check of LEAK_REQUESTS
 #                  (default 100k) requests per transport
+#   make docs      the DocC catalogs of the APNs and APNsMock libraries, every DocC warning an
+#                  error and every public symbol documented (scripts/docs.sh; archives in
+#                  .build-docs/docs/); make test builds them too
 #   make bench     h2load, apns-send, apns-bench (and aioapns) on apns-mock: BENCHMARKS.md
 
 SWIFT      ?= swift
@@ -32,7 +35,7 @@ CONFIG     ?= release
 DEB_PKGS   := libssl-dev libcurl4-openssl-dev libnghttp2-dev libsqlite3-dev nghttp2-client nghttp2-server openssl curl python3 time tzdata tinyproxy-bin postgresql chromium chromium-driver python3-venv prometheus debootstrap valgrind
 DEMO_DIR   := .demo
 
-.PHONY: all deps build demo demo-server test soak keys clean bench bench-server bench-scaleout fuzz sanitize api-venv dist dist-check
+.PHONY: all deps build demo demo-server test soak keys clean bench bench-server bench-scaleout fuzz sanitize api-venv dist dist-check docs
 
 all: build
 
@@ -100,6 +103,10 @@ fuzz: deps
 sanitize: deps
 	scripts/sanitize.sh
 
+# DocC for the two libraries (see the top of this file); only the core targets are built.
+docs: deps
+	SWIFT=$(SWIFT) scripts/docs.sh
+
 # h2load, apns-send, apns-bench (and aioapns) against apns-mock; see BENCHMARKS.md.
 # QUICK=1 for one short round; BENCH_N=N sets the headline row's notifications.
 bench: deps
@@ -117,4 +124,5 @@ bench-scaleout: deps
 	scripts/bench-scaleout.sh "$$($(SWIFT) build -c release --show-bin-path)" 30000 3
 
 clean:
-	rm -rf .build .build-asan .build-fuzz .build-dist dist $(DEMO_DIR)
+	rm -rf .build .build-asan .build-fuzz .build-dist .build-docs dist $(DEMO_DIR)
+

@@ -7,8 +7,10 @@
 #   build        swift build --build-tests (debug)
 #   tests        the suite, less the engine's races and its fault matrix (ALONE)
 #   checks-build the fuzz harnesses and the sanitized build (fuzz.sh and sanitize.sh
-#                --build-only), compiled beside the build and the suite at the lowest
-#                CPU priority
+#                --build-only), then the DocC catalogs (phase docs below), compiled beside
+#                the build and the suite at the lowest CPU priority
+#   docs         both libraries' DocC catalogs, every warning an error, every public
+#                symbol documented (docs.sh; within checks-build)
 #   api          schemathesis on apns-server and apns-mock against GET /openapi.json
 #                (api-test.sh), while the checks' build finishes
 #   tests-alone  ALONE, on their own once that build is done
@@ -49,7 +51,8 @@ mkdir -p .build
 log=.build/checks-build.log
 setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null
   exec nice -n 19 scripts/timed.sh checks-build \
-    bash -c "scripts/fuzz.sh --build-only && scripts/sanitize.sh --short --build-only"' >"$log" 2>&1 &
+    bash -c "scripts/fuzz.sh --build-only && scripts/sanitize.sh --short --build-only \
+      && scripts/timed.sh docs scripts/docs.sh"' >"$log" 2>&1 &
 checks=$!
 trap 'kill -- -$checks 2>/dev/null' EXIT
 trap 'exit 130' INT TERM
@@ -94,7 +97,8 @@ api_status=$?
 # nothing. Raising a group's share needs root, as CI has; otherwise it stays at 19.
 echo 0 >/proc/$checks/autogroup 2>/dev/null
 if [ -z "$checks_status" ]; then wait $checks; status=$?; else status=$checks_status; fi
-tail -n 1 "$log"
+# Its own line and the docs phase's, which ran inside it.
+grep '^== phase ' "$log"
 echo "   (waited $(( $(date +%s) - waited )) s for it after the suite, schemathesis first running beside it)"
 if [ $status != 0 ]; then
   tail -n 40 "$log" >&2

@@ -6,7 +6,11 @@ import ServiceLifecycle
 /// (every request in flight gets its answer, retries included) and closes its
 /// connections.
 extension APNsClient: Service {
+    /// Waits for the group's graceful shutdown (or for cancellation), then shuts the
+    /// client down: every request in flight gets its answer before the connections close.
+    /// Never throws.
     public func run() async throws {
+
         // Cancellation (the group ending without a graceful shutdown) drains too.
         try? await gracefulShutdown()
         await shutdown()

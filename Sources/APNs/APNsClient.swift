@@ -15,6 +15,7 @@ import Synchronization
 /// await client.shutdown()
 /// ```
 public final class APNsClient: Sendable {
+    /// What the client was made with: credentials, environments, transport, limits, retries.
     public let configuration: Configuration
     let dispatcher: Dispatcher
     let metrics = ClientMetrics()
@@ -209,19 +210,31 @@ private final class ReleaseOnDeinit: @unchecked Sendable {
     deinit { capns_message_release(message) }
 }
 
-/// What the transport did so far.
+/// What the transport did so far, summed over every connection of a client
+/// (`APNsClient.statistics`).
 public struct Statistics: Sendable, Hashable {
+    /// HTTP/2 connections opened, reconnections included.
     public let connectionsOpened: Int
+    /// Connections closed by the server or by an error while in use.
     public let connectionsLost: Int
+    /// GOAWAY frames received: APNs closing a connection, gracefully or not.
     public let goawaysReceived: Int
+    /// Requests handed to a connection, each retry counted again.
     public let requestsStarted: Int
+    /// Requests the server did not act on (GOAWAY, REFUSED_STREAM, a lost connection):
+    /// sent again without counting against the retry policy's attempts.
     public let notProcessed: Int
     /// Of `notProcessed`: lost with a reset or a dropped connection before any answer;
     /// APNs may have acted on them, so a resend can deliver twice.
     public let lostInFlight: Int
+    /// Attempts that got no answer within `requestTimeout`.
     public let timedOut: Int
+    /// Bytes written to the connections.
     public let bytesSent: Int
+    /// Bytes read from the connections.
+
     public let bytesReceived: Int
+
     /// The server's latest SETTINGS_MAX_CONCURRENT_STREAMS (0 before any).
     public let serverMaxStreams: Int
     /// Most streams in flight at once on one connection.

@@ -38,7 +38,10 @@ public final class APNsClientPool: Sendable {
         }
     }
 
+    /// A pool whose clients are made with `configuration`, each with the credentials
+    /// of the send that first needs it. Makes no client and opens no connection.
     public init(configuration: APNsClient.Configuration) {
+
         self.configuration = configuration
     }
 

@@ -8,7 +8,9 @@ public enum APNsError: Error, Equatable, CustomStringConvertible {
     /// `shutdown()` was called.
     case shutDown
 
+    /// One line saying what failed.
     public var description: String {
+
         switch self {
         case .transport(let why): "cannot start the HTTP/2 transport: \(why)"
         case .signing(let why): why

@@ -1,23 +1,33 @@
 /// The `aps` dictionary, typed: what Apple's documentation lists for it.
 public struct APS: Sendable, Hashable {
+    /// What the notification shows (`alert`); nil for a silent push.
     public var alert: Alert?
+    /// The number on the app's icon (`badge`); 0 removes it, nil leaves it as it is.
     public var badge: Int?
+    /// The sound played on delivery (`sound`); nil for none.
     public var sound: Sound?
+    /// Groups notifications in Notification Center (`thread-id`).
     public var threadID: String?
+    /// The app's notification category, which picks its actions (`category`).
     public var category: String?
     /// Background update (`content-available: 1`).
     public var contentAvailable: Bool
     /// Lets a notification service extension modify the content (`mutable-content: 1`).
     public var mutableContent: Bool
+    /// The window or content to bring forward when the notification is opened
+    /// (`target-content-id`).
     public var targetContentID: String?
+    /// How insistently the system presents it (`interruption-level`).
     public var interruptionLevel: InterruptionLevel?
     /// 0 to 1: how the system sorts the app's notifications in a summary.
     public var relevanceScore: Double?
+    /// The Focus filter criteria the notification is shown under (`filter-criteria`).
     public var filterCriteria: String?
     /// A Live Activity's keys (event, content-state, ...); send it with push type
     /// `liveactivity`. Its alert is the payload's when `alert` is nil.
     public var liveActivity: LiveActivity?
 
+    /// An `aps` dictionary; only the keys given (and the flags set) are written.
     public init(alert: Alert? = nil, badge: Int? = nil, sound: Sound? = nil, threadID: String? = nil,
                 category: String? = nil, contentAvailable: Bool = false, mutableContent: Bool = false,
                 targetContentID: String? = nil, interruptionLevel: InterruptionLevel? = nil,
@@ -36,18 +46,31 @@ public struct APS: Sendable, Hashable {
         self.liveActivity = liveActivity
     }
 
+    /// The `alert` dictionary: the text shown, given directly or as keys of the
+    /// app's `Localizable.strings` with their arguments.
     public struct Alert: Sendable, Hashable {
+        /// The title (`title`).
         public var title: String?
+        /// A line under the title (`subtitle`).
         public var subtitle: String?
+        /// The message (`body`).
         public var body: String?
+        /// An image file in the app bundle shown while the app launches (`launch-image`).
         public var launchImage: String?
+        /// A localization key for the title (`title-loc-key`).
         public var titleLocKey: String?
+        /// The arguments of `titleLocKey`'s format (`title-loc-args`).
         public var titleLocArgs: [String]?
+        /// A localization key for the subtitle (`subtitle-loc-key`).
         public var subtitleLocKey: String?
+        /// The arguments of `subtitleLocKey`'s format (`subtitle-loc-args`).
         public var subtitleLocArgs: [String]?
+        /// A localization key for the body (`loc-key`).
         public var locKey: String?
+        /// The arguments of `locKey`'s format (`loc-args`).
         public var locArgs: [String]?
 
+        /// An alert; only the keys given are written.
         public init(title: String? = nil, subtitle: String? = nil, body: String? = nil,
                     launchImage: String? = nil, titleLocKey: String? = nil, titleLocArgs: [String]? = nil,
                     subtitleLocKey: String? = nil, subtitleLocArgs: [String]? = nil,
@@ -80,6 +103,7 @@ public struct APS: Sendable, Hashable {
         }
     }
 
+    /// The `sound` key: a plain sound name, or a critical alert's dictionary.
     public enum Sound: Sendable, Hashable {
         /// A sound file in the app bundle, or "default".
         case named(String)
@@ -95,11 +119,18 @@ public struct APS: Sendable, Hashable {
         }
     }
 
+    /// `interruption-level`: how the system presents the notification.
     public enum InterruptionLevel: String, Sendable, Hashable {
-        case passive, active
+        /// Added to the list without lighting the screen or playing a sound.
+        case passive
+        /// Presented at once, lighting the screen and playing a sound (the default).
+        case active
+        /// Presented at once, breaking through Focus (needs the Time Sensitive capability).
         case timeSensitive = "time-sensitive"
+        /// Presented at once, past Focus and the mute switch (needs Apple's entitlement).
         case critical
     }
+
 
     var jsonValue: JSONValue {
         var o: [(String, JSONValue)] = []

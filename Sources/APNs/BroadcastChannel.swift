@@ -12,13 +12,24 @@ public enum MessageStoragePolicy: Int, Sendable, Hashable, CaseIterable {
 /// One channel management call's answer. Every call ends in exactly one of these:
 /// `status` 0 means no answer from APNs was obtained (`error` says why).
 public struct ChannelResult: Sendable, Hashable {
+    /// Which management call answered.
     public enum Operation: String, Sendable, Hashable {
-        case create, read, delete, list
+        /// `BroadcastClient.createChannel(storagePolicy:)`.
+        case create
+        /// `BroadcastClient.readChannel(_:)`.
+        case read
+        /// `BroadcastClient.deleteChannel(_:)`.
+        case delete
+        /// `BroadcastClient.listChannels()`.
+        case list
     }
 
+    /// The call this answers.
     public let operation: Operation
     /// The HTTP status: 201 created, 200 read or listed, 204 deleted; 0 without an answer.
     public let status: Int
+    /// APNs' reason when it refused the call, or a local one (`.badChannelId` for a
+    /// malformed channel id, never sent).
     public let reason: Reason?
     /// `apns-request-id` of the answer.
     public let requestID: String?
@@ -31,7 +42,9 @@ public struct ChannelResult: Sendable, Hashable {
     /// Why there is no answer (status 0), or why the answer made no sense.
     public let error: String?
 
+    /// True when APNs answered 2xx and the answer carried what the call asked for.
     public var isSuccess: Bool { (200..<300).contains(status) && error == nil }
+
 
     init(operation: Operation, status: Int, reason: Reason? = nil, requestID: String? = nil,
          channelID: String? = nil, storagePolicy: MessageStoragePolicy? = nil, channelIDs: [String]? = nil,

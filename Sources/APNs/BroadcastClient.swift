@@ -15,7 +15,9 @@ import Glibc
 /// let result = await broadcasts.send(update, on: channel.channelID!)
 /// ```
 public final class BroadcastClient: Sendable {
+    /// The app whose channels these are, as in the management paths and the `apns-topic` of sends.
     public let bundleID: String
+    /// Where broadcasts are sent, and whose management host is used by default.
     public let environment: Environment
     /// Where management calls go.
     public let managementEndpoint: Endpoint
@@ -50,6 +52,9 @@ public final class BroadcastClient: Sendable {
 
     // MARK: - Channel management
 
+    /// Creates a channel for Live Activity broadcasts (`POST /1/apps/<bundle id>/channels`).
+    /// On success (201) the result's `channelID` is the new channel's id, which the app
+    /// gives to ActivityKit and which `send(_:on:)` takes.
     public func createChannel(storagePolicy: MessageStoragePolicy) async -> ChannelResult {
         let body = #"{"message-storage-policy":\#(storagePolicy.rawValue),"push-type":"LiveActivity"}"#
         let answer = await call(.create, "POST", "/1/apps/\(bundleID)/channels", body: Array(body.utf8))
@@ -60,6 +65,8 @@ public final class BroadcastClient: Sendable {
         return answer.result(.create, channelID: id)
     }
 
+    /// Reads a channel's settings; on success (200) the result's `storagePolicy` is the
+    /// channel's. A malformed id gets a local result and is never sent.
     public func readChannel(_ channelID: String) async -> ChannelResult {
         if let bad = local(.read, channelID) { return bad }
         let answer = await call(.read, "GET", "/1/apps/\(bundleID)/channels", channelID: channelID)
@@ -71,13 +78,17 @@ public final class BroadcastClient: Sendable {
         return answer.result(.read, channelID: channelID, storagePolicy: policy)
     }
 
+    /// Deletes a channel (204 on success). A malformed id gets a local result and is never sent.
     public func deleteChannel(_ channelID: String) async -> ChannelResult {
         if let bad = local(.delete, channelID) { return bad }
         return await call(.delete, "DELETE", "/1/apps/\(bundleID)/channels", channelID: channelID)
             .result(.delete, channelID: channelID)
     }
 
+    /// Lists the app's channels in this environment; on success (200) the result's
+    /// `channelIDs` holds them.
     public func listChannels() async -> ChannelResult {
+
         let answer = await call(.list, "GET", "/1/apps/\(bundleID)/all-channels")
         guard answer.status == 200 else { return answer.result(.list) }
         guard let ids = answer.decoded(ChannelListBody.self)?.channels else {

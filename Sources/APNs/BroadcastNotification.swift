@@ -4,18 +4,25 @@ import CAPNs
 /// channel, which APNs fans out to every device subscribed to it. Checked when
 /// made against APNs' rules for broadcasts (APNS-PROTOCOL.md, "Broadcast push").
 public struct BroadcastNotification: Sendable, Hashable {
+    /// `apns-priority`; nil sends no header.
     public let priority: Priority?
     /// 0 (`.immediately`) is the only value a no-storage channel takes.
     public let expiration: Expiration
+    /// The body: a Live Activity `update` or `end` payload.
     public let payload: Payload
 
+    /// Why a broadcast cannot be made: APNs would refuse it, or ActivityKit drop it.
     public enum Error: Swift.Error, Equatable, CustomStringConvertible {
+        /// The payload is larger than `Payload.broadcastLimit`.
         case payloadTooLarge(size: Int)
+        /// The payload's `aps` breaks a Live Activity rule.
         case liveActivity(LiveActivity.Error)
         /// A broadcast updates or ends activities the devices started themselves.
         case cannotStart
+        /// An expiration before 1970.
         case negativeExpiration
 
+        /// One line saying what is wrong and what APNs accepts.
         public var description: String {
             switch self {
             case .payloadTooLarge(let size):
@@ -27,7 +34,10 @@ public struct BroadcastNotification: Sendable, Hashable {
         }
     }
 
+    /// A broadcast of `payload`, which must be a Live Activity `update` or `end` of at
+    /// most `Payload.broadcastLimit` bytes; checked here.
     public init(priority: Priority? = nil, expiration: Expiration = .immediately,
+
                 payload: Payload) throws(BroadcastNotification.Error) {
         guard payload.count <= Payload.broadcastLimit else { throw .payloadTooLarge(size: payload.count) }
         let event: LiveActivityEvent

@@ -10,6 +10,7 @@ public final class ClientCertificate: Sendable {
 
     /// Why a certificate file cannot be used; `description` is one line naming the file.
     public struct LoadError: Swift.Error, Equatable, CustomStringConvertible {
+        /// What is wrong with the file, for a caller that acts on it.
         public enum Kind: Sendable, Equatable {
             /// The file cannot be opened or read.
             case unreadable
@@ -25,8 +26,11 @@ public final class ClientCertificate: Sendable {
             case keyMismatch
         }
 
+        /// What is wrong, as a case.
         public let kind: Kind
+        /// What is wrong, in one line naming the file.
         public let description: String
+
     }
 
     /// Topics this certificate lets a provider send to: its subject UID (the bundle

@@ -10,6 +10,7 @@ public enum Environment: Sendable, Hashable, CustomStringConvertible {
     /// Any other host and port: a mock, or APNs' alternative port 2197.
     case custom(host: String, port: Int)
 
+    /// The host name requests connect to.
     public var host: String {
         switch self {
         case .production: "api.push.apple.com"
@@ -18,24 +19,30 @@ public enum Environment: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The port requests connect to: 443 for Apple's hosts.
     public var port: Int {
         if case .custom(_, let port) = self { return port }
         return 443
     }
 
+    /// `host:port`.
     public var description: String { "\(host):\(port)" }
 }
 
 /// A host and port to connect to.
 public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
+    /// A host name or an IP address; TLS verifies the server's certificate against it.
     public var host: String
+    /// The TCP port.
     public var port: Int
 
+    /// An endpoint at `host` and `port`.
     public init(host: String, port: Int) {
         self.host = host
         self.port = port
     }
 
+    /// `host:port`.
     public var description: String { "\(host):\(port)" }
 }
 
@@ -51,7 +58,10 @@ public enum Transport: String, Sendable, CaseIterable {
 }
 
 extension APNsClient {
+    /// How an `APNsClient` connects, proves who it is, and retries. Every setting but
+    /// `credentials` and `environment` has a default that suits APNs.
     public struct Configuration: Sendable {
+        /// The provider key or the client certificate every connection uses.
         public var credentials: Credentials
         /// Where a send that names no environment goes.
         public var environment: Environment
@@ -61,6 +71,7 @@ extension APNsClient {
         public var productionEndpoint: Endpoint?
         /// A CA (PEM) to trust on top of the system's, e.g. a mock's. Verification is always on.
         public var caFile: String?
+        /// The HTTP/2 engine; `.nghttp2` unless comparing.
         public var transport: Transport
         /// HTTP/2 connections to the environment (one is what APNs recommends).
         public var connections: Int
@@ -68,19 +79,26 @@ extension APNsClient {
         /// can lower it. The client holds one more such window of requests queued, so that a
         /// stream that frees is refilled at once; memory is bounded by that.
         public var maxInFlight: Int
+        /// How long a connection (TCP, the proxy's tunnel, TLS) may take to open.
         public var connectTimeout: Duration
         /// Deadline of one attempt; nothing waits longer for an answer.
         public var requestTimeout: Duration
         /// PING a connection this long idle, so a half-dead one is found before it is used.
         public var pingInterval: Duration
+        /// How transient failures are sent again.
         public var retry: RetryPolicy
+        /// Where the client logs: each retry at debug level, and errors that hold up
+        /// every request (an unreachable server, a refused provider key).
+
         public var logger: Logger
         /// An HTTP proxy every connection goes through by CONNECT (TLS to APNs end to end
         /// inside it), except to endpoints its bypass list names; nil connects directly.
         /// The environment is not read: see `Proxy.fromEnvironment`.
         public var proxy: Proxy? = nil
 
+        /// A configuration with the given settings; `proxy` is set on the value afterwards.
         public init(credentials: Credentials, environment: Environment, caFile: String? = nil,
+
                     transport: Transport = .nghttp2, connections: Int = 1, maxInFlight: Int = 1000,
                     connectTimeout: Duration = .seconds(10), requestTimeout: Duration = .seconds(30),
                     pingInterval: Duration = .seconds(30), retry: RetryPolicy = .default,

@@ -11,10 +11,14 @@ public enum Credentials: Sendable {
 
     /// The .p8 key, its key id and the team id.
     public struct Token: Sendable {
+        /// The .p8 key that signs the provider tokens.
         public let key: SigningKey
+        /// The key's 10-character Key ID, the JWT's `kid`.
         public let keyID: String
+        /// The 10-character Team ID the key belongs to, the JWT's `iss`.
         public let teamID: String
 
+        /// Checks that both ids are 10 letters or digits, as Apple issues them.
         public init(key: SigningKey, keyID: String, teamID: String) throws(Credentials.Error) {
             guard Token.isAppleID(keyID) else { throw .badKeyID(keyID) }
             guard Token.isAppleID(teamID) else { throw .badTeamID(teamID) }
@@ -28,10 +32,14 @@ public enum Credentials: Sendable {
         }
     }
 
+    /// Why an id cannot be Apple's.
     public enum Error: Swift.Error, Equatable, CustomStringConvertible {
+        /// The key id given is not 10 letters or digits.
         case badKeyID(String)
+        /// The team id given is not 10 letters or digits.
         case badTeamID(String)
 
+        /// One line naming the id and where Apple shows the right one.
         public var description: String {
             switch self {
             case .badKeyID(let id): "key id '\(id)' is not 10 letters or digits (Apple's Key ID, from Certificates, Identifiers & Profiles > Keys)"
@@ -52,10 +60,13 @@ public final class SigningKey: Sendable {
     // Immutable after load; OpenSSL signs with one EVP_PKEY from several threads safely.
     nonisolated(unsafe) let handle: OpaquePointer
 
+    /// Why a key cannot be loaded or cannot sign; never quotes the key.
     public struct LoadError: Swift.Error, Equatable, CustomStringConvertible {
+        /// What failed, in one line.
         public let description: String
     }
 
+    /// Loads the .p8 file at `path` (`AuthKey_<key id>.p8`, as Apple's download names it).
     public init(contentsOf path: String) throws(LoadError) {
         var err = [CChar](repeating: 0, count: Int(CAPNS_ERR_MAX))
         guard let key = capns_key_load_file(path, &err, err.count) else {
@@ -64,7 +75,10 @@ public final class SigningKey: Sendable {
         handle = key
     }
 
+    /// Loads a key from its PEM text (`-----BEGIN PRIVATE KEY-----` ...), e.g. from a
+    /// secret store rather than a file.
     public init(pem: String) throws(LoadError) {
+
         var err = [CChar](repeating: 0, count: Int(CAPNS_ERR_MAX))
         let key = pem.utf8CString.withUnsafeBufferPointer {
             capns_key_load_pem($0.baseAddress, $0.count - 1, &err, err.count)

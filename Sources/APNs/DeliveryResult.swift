@@ -26,13 +26,18 @@ public struct DeliveryResult: Sendable, Hashable {
     /// provider key restricted to the other environment: BadEnvironmentKeyIdInToken).
     public let error: String?
 
+    /// A result with these fields, for a caller that makes its own (a test double, a
+    /// result read back from storage).
     public init(token: String, apnsID: String?, uniqueID: String? = nil, status: Int, reason: Reason?,
                 timestamp: Int64? = nil, attempts: Int, latency: Duration = .zero, error: String? = nil) {
         self.init(token: token, id: apnsID.map { .given($0) } ?? .none, uniqueID: uniqueID, status: status,
                   reason: reason, timestamp: timestamp, attempts: attempts, latency: latency, error: error)
     }
 
+    /// True when APNs accepted the notification (200). Acceptance is not delivery to
+    /// the device: APNs stores and forwards it.
     public var isDelivered: Bool { status == 200 }
+
 }
 
 extension DeliveryResult {

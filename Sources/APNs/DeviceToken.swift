@@ -1,6 +1,7 @@
 /// A device token as APNs wants it in the path: lower-case hex, 64 to 200 digits,
 /// an even count (64 today; Apple warns the length may change).
 public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
+    /// How many hex digits a token may have.
     public static let lengthRange = 64...200
 
     /// Lower-case hex digits.
@@ -30,7 +31,9 @@ public struct DeviceToken: Sendable, Hashable, CustomStringConvertible {
         hex = String(decoding: utf8, as: UTF8.self)
     }
 
+    /// The lower-case hex digits.
     public var description: String { hex }
+
 
     /// `DeviceToken(text)?.hex`, without the generic conversion and the wrapper: a
     /// batch checks every token it sends here, and most are already canonical, so

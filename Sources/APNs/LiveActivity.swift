@@ -5,13 +5,15 @@
 /// a payload ActivityKit would drop is never sent.
 ///
 /// ```swift
-/// let start = try LiveActivity(event: .start, timestamp: now, contentState: ["score": "0-0"],
-///                              attributesType: "MatchAttributes", attributes: ["home": "A", "away": "B"],
+/// let start = try LiveActivity(event: .start, timestamp: now, contentState: .object([("score", "0-0")]),
+///                              attributesType: "MatchAttributes", attributes: .object([("home", "A"), ("away", "B")]),
+
 ///                              alert: .init(title: "Kick-off", body: "A vs B"))
 /// let note = try Notification(topic: "com.example.app", pushType: .liveactivity,
 ///                             payload: Payload(aps: APS(liveActivity: start)))
 /// ```
 public struct LiveActivity: Sendable, Hashable {
+    /// Start, update or end (`event`).
     public var event: LiveActivityEvent
     /// When the content was current, UNIX seconds: ActivityKit ignores an update
     /// older than the one it shows.
@@ -37,19 +39,32 @@ public struct LiveActivity: Sendable, Hashable {
     /// updated through its own token or through a channel, not both.
     public var inputPushChannel: String?
 
+    /// Which of ActivityKit's rules a Live Activity payload breaks.
     public enum Error: Swift.Error, Equatable, CustomStringConvertible {
+        /// No `aps.event`.
         case missingEvent
+        /// An `aps.event` other than start, update or end.
         case unknownEvent(String)
+        /// No `aps.timestamp`.
         case missingTimestamp
+        /// A start or update without `aps.content-state`.
         case missingContentState(LiveActivityEvent)
+        /// A start without this key (`attributes-type`, `attributes` or `alert`).
         case startNeeds(String)
+        /// This key on an update or end; it belongs to a start.
         case onlyForStart(String)
+        /// This key on a start or update; it belongs to an end.
         case onlyForEnd(String)
+        /// This key (a date or the relevance score) is not a JSON number.
         case notANumber(String)
+        /// This key (`content-state` or `attributes`) is not a JSON object.
         case notAnObject(String)
+        /// Both `input-push-token` and `input-push-channel`.
         case tokenAndChannel
+        /// An `input-push-channel` that is not a channel id.
         case badChannelID
 
+        /// One line naming the key and the rule.
         public var description: String {
             switch self {
             case .missingEvent: "a Live Activity payload needs aps.event (start, update or end)"
@@ -68,6 +83,9 @@ public struct LiveActivity: Sendable, Hashable {
         }
     }
 
+    /// A Live Activity's `aps` keys, checked against ActivityKit's rules for `event`:
+    /// a start needs `contentState`, `attributesType`, `attributes` and `alert`; an
+    /// update needs `contentState`; only an end takes `dismissalDate`.
     public init(event: LiveActivityEvent, timestamp: Int64, contentState: JSONValue? = nil,
                 staleDate: Int64? = nil, dismissalDate: Int64? = nil, relevanceScore: Double? = nil,
                 attributesType: String? = nil, attributes: JSONValue? = nil, alert: APS.Alert? = nil,
@@ -166,8 +184,14 @@ public struct LiveActivity: Sendable, Hashable {
 
 /// `aps.event`.
 public enum LiveActivityEvent: String, Sendable, Hashable, CaseIterable {
-    case start, update, end
+    /// Starts an activity on the device (iOS 17.2 and later).
+    case start
+    /// Replaces the activity's content state.
+    case update
+    /// Ends the activity, which stays on the Lock Screen until its dismissal date.
+    case end
 }
+
 
 extension PushType {
     /// The topic a Live Activity push goes to: the bundle id with `.push-type.liveactivity`.

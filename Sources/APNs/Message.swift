@@ -9,14 +9,17 @@ import Glibc
 public struct Message<Context: Sendable>: Sendable {
     /// Hex digits; a malformed token gets a local result (status 0, BadDeviceToken).
     public var token: String
+    /// The headers and payload sent to `token`.
     public var notification: Notification
     /// Where it goes; nil: the client's `configuration.environment`.
     public var environment: Environment?
     /// The apns-id to send it with (a canonical UUID, any case), e.g. one stored in
     /// an outbox so that a resend after a crash carries the same one; nil: a fresh one.
     public var apnsID: String?
+    /// The caller's value, handed back with the message's result.
     public var context: Context
 
+    /// A message carrying `context` back on its result.
     public init(token: String, notification: Notification, environment: Environment? = nil,
                 apnsID: String? = nil, context: Context) {
         self.token = token
@@ -28,6 +31,7 @@ public struct Message<Context: Sendable>: Sendable {
 }
 
 extension Message where Context == Void {
+    /// A message without a context.
     public init(token: String, notification: Notification, environment: Environment? = nil, apnsID: String? = nil) {
         self.init(token: token, notification: notification, environment: environment, apnsID: apnsID, context: ())
     }
@@ -35,21 +39,29 @@ extension Message where Context == Void {
 
 /// A message's final result and the caller's value it carried.
 public struct MessageResult<Context: Sendable>: Sendable {
+    /// What happened to the message, after any retries.
     public let result: DeliveryResult
+    /// The message's `context`.
     public let context: Context
 }
 
 /// The results of a batch of messages, as an async sequence: one per message, in
 /// completion order. Messages are read only as results are consumed.
 public struct MessageResults<Context: Sendable>: AsyncSequence {
+    /// One message's result with its context.
     public typealias Element = MessageResult<Context>
     let makeBatch: () -> Batch<Context>
 
+    /// Starts the batch: messages are read and sent from here on, as results are consumed.
+    /// Iterate once; each iteration sends the messages anew.
     @_specialize(where Context == Int)   // see Batch.init
     public func makeAsyncIterator() -> Iterator {
         Iterator(batch: makeBatch())
     }
 
+    /// Reads the batch's results. A loop that stops early sends nothing more; a task
+    /// cancelled while iterating ends the messages not yet sent with status 0, while
+    /// those in flight still get their real answers.
     public struct Iterator: AsyncIteratorProtocol {
         let batch: Batch<Context>
 
@@ -61,11 +73,13 @@ public struct MessageResults<Context: Sendable>: AsyncSequence {
         }
 
         #if compiler(>=6.2)
+        /// The next result in completion order, waiting for one; nil once every message has one.
         @_specialize(where Context == Int)
         public nonisolated(nonsending) mutating func next() async -> MessageResult<Context>? {
             await batch.next().map { MessageResult(result: $0.0, context: $0.1) }
         }
         #else
+        /// The next result in completion order, waiting for one; nil once every message has one.
         @_specialize(where Context == Int)
         public mutating func next() async -> MessageResult<Context>? {
             await batch.next(isolation: nil).map { MessageResult(result: $0.0, context: $0.1) }
@@ -76,12 +90,19 @@ public struct MessageResults<Context: Sendable>: AsyncSequence {
 
 /// The results of one notification sent to many tokens: one per token, as they complete.
 public struct DeliveryResults: AsyncSequence {
+    /// One token's result.
     public typealias Element = DeliveryResult
     let makeBatch: () -> Batch<Void>
 
+    /// Starts the batch: tokens are read and sent from here on, as results are consumed.
+    /// Iterate once; each iteration sends to the tokens anew.
     public func makeAsyncIterator() -> Iterator {
         Iterator(batch: makeBatch())
     }
+
+    /// Reads the batch's results. A loop that stops early sends nothing more; a task
+    /// cancelled while iterating ends the tokens not yet sent with status 0, while
+    /// those in flight still get their real answers.
 
     public struct Iterator: AsyncIteratorProtocol {
         let batch: Batch<Void>
@@ -106,11 +127,14 @@ public struct DeliveryResults: AsyncSequence {
         }
 
         #if compiler(>=6.2)
+        /// The next result in completion order, waiting for one; nil once every token has one.
         public nonisolated(nonsending) mutating func next() async -> DeliveryResult? {
             await batch.next()?.0
         }
         #else
+        /// The next result in completion order, waiting for one; nil once every token has one.
         public mutating func next() async -> DeliveryResult? {
+
             await batch.next(isolation: nil)?.0
         }
         #endif

@@ -3,23 +3,35 @@
 public struct Notification: Sendable, Hashable {
     /// The app's bundle id, with the push type's suffix (".voip", ...) added when missing.
     public let topic: String
+    /// `apns-push-type`.
     public let pushType: PushType
     /// nil sends no header (APNs then uses 10), except for background pushes, which get 5.
     public let priority: Priority?
+    /// `apns-expiration`; nil sends no header (APNs then stores and retries as it sees fit).
     public let expiration: Expiration?
+    /// `apns-collapse-id`: notifications with the same one replace each other on the
+    /// device; at most 64 bytes.
     public let collapseID: String?
+    /// The body.
     public let payload: Payload
 
+    /// Why a notification cannot be made: APNs would refuse it for its form.
     public enum Error: Swift.Error, Equatable, CustomStringConvertible {
+        /// The topic is empty or white space.
         case missingTopic
+        /// The payload is larger than the push type's `PushType.payloadLimit`.
         case payloadTooLarge(size: Int, limit: Int, pushType: PushType)
+        /// The collapse id is longer than 64 bytes.
         case collapseIDTooLong(bytes: Int)
+        /// A priority the push type does not take (10 for a background push).
         case priorityNotAllowed(Priority, PushType)
+        /// An expiration before 1970.
         case negativeExpiration
         /// A control character (below 0x20, or 0x7f) in a header value: it could
         /// split the header and inject another one.
         case invalidHeaderValue(field: String)
 
+        /// One line saying what is wrong and what APNs accepts.
         public var description: String {
             switch self {
             case .missingTopic: "a topic (the app's bundle id) is required"
@@ -34,7 +46,10 @@ public struct Notification: Sendable, Hashable {
         }
     }
 
+    /// A notification, checked against APNs' rules: the topic gets the push type's
+    /// suffix when it lacks it, and a background push without a priority gets 5.
     public init(topic: String, pushType: PushType = .alert, priority: Priority? = nil,
+
                 expiration: Expiration? = nil, collapseID: String? = nil, payload: Payload) throws(Notification.Error) {
         let bundle = topic.trimmingSpaces
         guard !bundle.isEmpty else { throw .missingTopic }

@@ -8,11 +8,16 @@ public struct Payload: Sendable, Hashable {
     /// device pushes have `PushType.payloadLimit`.
     public static let broadcastLimit = 5120
 
+    /// Why text cannot be a payload.
     public enum Error: Swift.Error, Equatable, CustomStringConvertible {
+        /// No bytes, or only white space.
         case empty
+        /// Not valid JSON: where and why.
         case notJSON(String)
+        /// Valid JSON, but not an object.
         case notAnObject
 
+        /// One line saying what is wrong.
         public var description: String {
             switch self {
             case .empty: "payload is empty"
@@ -39,6 +44,7 @@ public struct Payload: Sendable, Hashable {
         bytes = compacted.bytes
     }
 
+    /// Validates JSON text and removes its insignificant white space.
     public init(json: String) throws(Payload.Error) {
         try self.init(json: json.utf8)
     }
@@ -52,23 +58,34 @@ public struct Payload: Sendable, Hashable {
         bytes = out
     }
 
+    /// The size in bytes as sent, which APNs' limits count.
     public var count: Int { bytes.count }
 }
 
 /// A JSON value for custom keys; objects keep their key order.
 public indirect enum JSONValue: Sendable, Hashable {
+    /// A string, escaped when written.
     case string(String)
+    /// An integer.
     case int(Int)
+    /// A floating-point number; NaN and the infinities, which JSON lacks, are written as `null`.
+
     case double(Double)
     /// A number exactly as written (`1e400`, a 30-digit id): what a payload read
     /// from JSON text carries, which `int` and `double` would round or turn into
     /// null. The text must be a JSON number (RFC 8259): `init(number:)` checks it.
     case number(String)
+    /// `true` or `false`.
     case bool(Bool)
+    /// `null`.
     case null
+    /// An array.
     case array([JSONValue])
+    /// An object, its members in the order given.
     case object([(String, JSONValue)])
 
+    /// Equal when both write the same JSON text: key order counts, and `.int(1)`
+    /// equals `.number("1")`.
     public static func == (a: JSONValue, b: JSONValue) -> Bool {
         var x: [UInt8] = [], y: [UInt8] = []
         a.write(to: &x)
@@ -76,6 +93,7 @@ public indirect enum JSONValue: Sendable, Hashable {
         return x == y
     }
 
+    /// Hashes the JSON text the value writes, as `==` compares it.
     public func hash(into hasher: inout Hasher) {
         var x: [UInt8] = []
         write(to: &x)
@@ -162,8 +180,13 @@ extension JSONValue {
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByFloatLiteral
 {
+    /// `.string(value)`, so that `"text"` is a `JSONValue`.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// `.int(value)`, so that `42` is a `JSONValue`.
     public init(integerLiteral value: Int) { self = .int(value) }
+    /// `.bool(value)`, so that `true` is a `JSONValue`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// `.double(value)`, so that `1.5` is a `JSONValue`.
     public init(floatLiteral value: Double) { self = .double(value) }
+
 }

@@ -13,14 +13,18 @@ import Glibc
 /// `https_proxy` and `NO_PROXY` passes them to `fromEnvironment(_:)`. The password
 /// never appears in a description, a mirror or an error.
 public struct Proxy: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The proxy's host name or IP address.
     public var host: String
+    /// The proxy's port.
     public var port: Int
     /// Basic credentials (RFC 7617), sent in `Proxy-Authorization`; nil for none.
     public var username: String?
+    /// The Basic password; used only with `username`.
     public var password: String?
     /// Endpoints reached directly instead (`NO_PROXY`).
     public var bypass: NoProxy
 
+    /// A proxy at `host` and `port`, taken as they are (`init(url:bypass:)` checks a URL).
     public init(host: String, port: Int, username: String? = nil, password: String? = nil, bypass: NoProxy = NoProxy()) {
         self.host = host
         self.port = port
@@ -48,6 +52,7 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible, CustomDebugStr
         return try Proxy(url: url, bypass: NoProxy(value("no_proxy", "NO_PROXY") ?? ""))
     }
 
+    /// The same, from a dictionary such as `ProcessInfo.processInfo.environment`.
     public static func fromEnvironment(_ variables: [String: String]) throws(Proxy.Error) -> Proxy? {
         try fromEnvironment { variables[$0] }
     }
@@ -64,16 +69,21 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible, CustomDebugStr
         return "http://\(user)\(h):\(port)"
     }
 
+    /// `Proxy(http://user:***@host:port)`: the password never shows.
     public var debugDescription: String { "Proxy(\(description))" }
 
+    /// The URL without the password and the bypass list, so that `dump` and the
+    /// debugger never show the password.
     public var customMirror: Mirror {
         Mirror(self, children: ["url": description, "bypass": bypass], displayStyle: .struct)
     }
 
+    /// Why a proxy URL cannot be used.
     public enum Error: Swift.Error, Hashable, CustomStringConvertible {
         /// The text given (with any password hidden) and what is wrong with it.
         case invalidURL(String, String)
 
+        /// One line quoting the URL (its password hidden) and what is wrong.
         public var description: String {
             switch self {
             case .invalidURL(let url, let why): "proxy '\(url)': \(why)"
@@ -88,16 +98,21 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible, CustomDebugStr
 /// matches itself, an IP with `/bits` its network; `host:port` matches that port only.
 /// Case does not matter, nor a trailing dot.
 public struct NoProxy: Sendable, Hashable, CustomStringConvertible {
+    /// The list's entries, lower case, in the order given.
     public private(set) var entries: [String]
 
+    /// Reads a `NO_PROXY` value; the empty list bypasses nothing.
     public init(_ list: String = "") {
         entries = list.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" })
             .map { $0.lowercased() }
     }
 
+    /// The entries joined by commas.
     public var description: String { entries.joined(separator: ",") }
 
+    /// True when connections to `host` on `port` bypass the proxy.
     public func matches(host: String, port: Int) -> Bool {
+
         let host = NoProxy.normalized(host)
         return entries.contains { entry in
             if entry == "*" { return true }

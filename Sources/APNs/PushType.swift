@@ -1,8 +1,32 @@
 /// `apns-push-type`: required by current OS versions; decides the topic's suffix,
 /// the payload limit and the priorities APNs accepts.
 public enum PushType: String, Sendable, CaseIterable, Hashable {
-    case alert, background, voip, complication, fileprovider, mdm, liveactivity, location
-    case pushtotalk, widgets, controls
+    /// A notification the user sees: an alert, a sound or a badge.
+    case alert
+    /// A silent push that wakes the app to update content (`content-available`);
+    /// priority 5 or 1 only.
+    case background
+    /// A VoIP call through PushKit (topic `<bundle id>.voip`); payloads up to 5120 bytes.
+    case voip
+    /// A watchOS complication update (topic `<bundle id>.complication`).
+    case complication
+    /// A File Provider extension's change signal (topic `<bundle id>.pushkit.fileprovider`).
+    case fileprovider
+    /// Tells a managed device to contact its mobile device management (MDM) server.
+    case mdm
+
+    /// A Live Activity start, update or end (topic `<bundle id>.push-type.liveactivity`):
+    /// see `LiveActivity`.
+    case liveactivity
+    /// A location query for a Location Push Service extension (topic `<bundle id>.location-query`).
+    case location
+    /// A Push to Talk update (topic `<bundle id>.voip-ptt`).
+    case pushtotalk
+    /// A widget reload (topic `<bundle id>.push-type.widgets`): see `WidgetsPush`.
+    case widgets
+    /// A Control Center control reload (topic `<bundle id>.push-type.controls`).
+    case controls
+
     /// A push to an accessory the app manages (topic `<bundle id>.push-type.accessory`).
     case accessory
 

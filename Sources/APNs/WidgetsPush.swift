@@ -9,10 +9,14 @@ public enum WidgetsPush {
     /// `{"aps":{"content-changed":true}}`, the one payload a widgets push carries.
     public static let payload = try! Payload(json: #"{"aps":{"content-changed":true}}"#)
 
+    /// Why a payload cannot be a widgets push's.
     public enum Error: Swift.Error, Equatable, CustomStringConvertible {
+        /// The payload is not `{"aps":{"content-changed":true}}`.
         case notContentChanged
 
+        /// One line quoting the payload a widgets push carries.
         public var description: String {
+
             #"a widgets push carries {"aps":{"content-changed":true}} and nothing else"#
         }
     }

@@ -6,9 +6,12 @@ public struct MockConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// 0 picks a free port; read the real one from `MockServer.port`.
     public var port: UInt16 = 0
+    /// Allows `host` to be an address other than loopback: a mock reachable from other
+    /// machines accepts any client that has its CA.
     public var allowNonLoopback = false
-    /// The TLS certificate chain (PEM) and its private key.
+    /// The TLS certificate chain (PEM) the mock presents; clients must trust its CA.
     public var certificatePath: String
+    /// The private key (PEM) of `certificatePath`'s certificate.
     public var privateKeyPath: String
     /// Provider keys the mock verifies JWTs with: key id ("kid") to a .p8 or public-key PEM path.
     public var authKeys: [String: String]
@@ -39,6 +42,7 @@ public struct MockConfiguration: Sendable {
     public var unregistered: [String: Int64] = [:]
     /// Every answer waits `latency` plus a uniform share of `jitter`.
     public var latency: Duration = .zero
+    /// The most added to `latency`, drawn uniformly per answer.
     public var jitter: Duration = .zero
     /// Fractions of otherwise-successful requests answered 429, 500 or 503.
     public var failureRates: [Int: Double] = [:]
@@ -105,9 +109,14 @@ public struct MockConfiguration: Sendable {
 
     /// The one environment a restricted provider key serves.
     public enum KeyEnvironment: String, Sendable, Equatable, CaseIterable {
-        case sandbox, production
+        /// The development environment: `sandbox` on.
+        case sandbox
+        /// The production environment: `sandbox` off.
+        case production
     }
 
+    /// A change of the advertised stream limit in the middle of a connection, as APNs
+    /// may make one: whether a client honours a lower limit, and ramps up again.
     public struct SettingsDrop: Sendable, Equatable {
         /// After this many requests began on a connection...
         public var after: Int
@@ -116,6 +125,7 @@ public struct MockConfiguration: Sendable {
         /// ...and restore the limit this many requests later (nil: never).
         public var restoreAfter: Int?
 
+        /// A drop to `to` streams after `after` requests, restored `restoreAfter` requests later.
         public init(after: Int, to: Int, restoreAfter: Int? = nil) {
             self.after = after
             self.to = to
@@ -123,6 +133,8 @@ public struct MockConfiguration: Sendable {
         }
     }
 
+    /// A mock on 127.0.0.1 with a free port, no faults, and the given TLS identity,
+    /// provider keys, teams and bundle ids; every other setting is changed on the value.
     public init(certificatePath: String, privateKeyPath: String, authKeys: [String: String] = [:],
                 teamIDs: [String] = [], topics: [String] = []) {
         self.certificatePath = certificatePath
@@ -142,6 +154,7 @@ public struct MockAnswer: Sendable, Equatable {
     /// 410's "timestamp" (ms since the epoch).
     public var timestamp: Int64?
 
+    /// An answer with this status, reason and (for 410) timestamp.
     public init(status: Int, reason: String? = nil, timestamp: Int64? = nil) {
         self.status = status
         self.reason = reason
@@ -150,11 +163,17 @@ public struct MockAnswer: Sendable, Equatable {
 
     /// Judge this attempt normally.
     public static let pass = MockAnswer(status: 0)
+    /// 200, whatever the request.
     public static let success = MockAnswer(status: 200)
+    /// 429 TooManyRequests, which a client retries after a backoff.
     public static let tooManyRequests = MockAnswer(status: 429, reason: "TooManyRequests")
+    /// 500 InternalServerError, which a client retries after a backoff.
     public static let internalServerError = MockAnswer(status: 500, reason: "InternalServerError")
+    /// 503 ServiceUnavailable, which a client retries after a backoff.
     public static let serviceUnavailable = MockAnswer(status: 503, reason: "ServiceUnavailable")
+    /// Any status with an APNs reason, e.g. `.error(410, "Unregistered")`.
     public static func error(_ status: Int, _ reason: String) -> MockAnswer {
+
         MockAnswer(status: status, reason: reason)
     }
 }

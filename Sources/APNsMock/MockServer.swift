@@ -6,12 +6,14 @@ import Glibc
 import Darwin
 #endif
 
+/// Why a `MockServer` could not be made.
 public enum MockError: Error, CustomStringConvertible, Equatable {
     /// The mock could not start: the one-line reason from C (bad key, port in use, ...).
     case startFailed(String)
     /// A table entry (script, unregistered token) was refused.
     case invalidConfiguration(String)
 
+    /// One line saying what failed.
     public var description: String {
         switch self {
         case .startFailed(let why): "mock APNs server failed to start: \(why)"
@@ -25,9 +27,12 @@ public enum MockError: Error, CustomStringConvertible, Equatable {
 public final class MockServer: Sendable {
     /// The C mock; nil once stopped. The lock keeps `stop` from racing a reader.
     private let handle: Mutex<OpaquePointer?>
+    /// The port it listens on: the configured one, or the one picked for port 0.
     public let port: UInt16
+    /// What it was started with.
     public let configuration: MockConfiguration
 
+    /// Starts the mock: it listens and serves before this returns. Throws `MockError`.
     public init(_ configuration: MockConfiguration) throws {
         let mock = try Self.create(configuration)
         do {
@@ -56,7 +61,9 @@ public final class MockServer: Sendable {
         if let mock { capns_mock_destroy(mock) }
     }
 
+    /// The counters now; all zero once stopped.
     public func statistics() -> MockStatistics {
+
         handle.withLock { h in
             var s = capns_mock_stats()
             if let h { capns_mock_get_stats(h, &s) }

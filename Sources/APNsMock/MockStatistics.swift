@@ -2,7 +2,9 @@ import CAPNsMock
 
 /// What the mock has seen and done; a snapshot of independent counters.
 public struct MockStatistics: Sendable, Equatable {
+    /// TCP connections accepted.
     public var connectionsAccepted: UInt64
+    /// Connections open now.
     public var connectionsCurrent: UInt64
     /// TLS failures, including clients that do not offer ALPN h2.
     public var handshakesFailed: UInt64
@@ -10,15 +12,24 @@ public struct MockStatistics: Sendable, Equatable {
     public var streams: UInt64
     /// Requests answered.
     public var requests: UInt64
+    /// Answers by HTTP status.
     public var byStatus: [Int: UInt64]
+    /// Error answers by APNs reason.
     public var byReason: [String: UInt64]
+    /// Different provider tokens seen.
     public var distinctJWTs: UInt64
+    /// ES256 signatures of provider tokens verified.
     public var jwtVerifications: UInt64
     /// Most concurrent streams seen on one connection.
     public var maxConcurrentStreamsSeen: UInt64
+    /// Application bytes read from clients (inside TLS).
     public var bytesIn: UInt64
+    /// Application bytes written to clients (inside TLS).
     public var bytesOut: UInt64
+    /// GOAWAY frames sent (`MockConfiguration.goawayAfter`, `MockConfiguration.idleTimeout`).
     public var goawaysSent: UInt64
+    /// Connections reset (`MockConfiguration.resetAfter`).
+
     public var resetsDone: UInt64
     /// SETTINGS frames after the initial one (raise, drop, restore).
     public var settingsSent: UInt64
@@ -34,16 +45,24 @@ public struct MockStatistics: Sendable, Equatable {
     /// Broadcast channels that exist now (every bundle id), created, deleted, and
     /// creates refused for the limit.
     public var channelsCurrent: UInt64
+    /// Broadcast channels created.
     public var channelsCreated: UInt64
+    /// Broadcast channels deleted.
     public var channelsDeleted: UInt64
+    /// Channel creates refused for the limit (`MockConfiguration.channelLimit`).
     public var channelsRefused: UInt64
     /// Request header blocks received and their HPACK-encoded bytes, and the same
     /// past each connection's first `headerWarmup` requests (the client's table warm).
     public var headerBlocks: UInt64
+    /// HPACK-encoded bytes of `headerBlocks`.
     public var headerBlockBytes: UInt64
+    /// Header blocks past each connection's first `headerWarmup` requests.
     public var warmHeaderBlocks: UInt64
+    /// HPACK-encoded bytes of `warmHeaderBlocks`.
     public var warmHeaderBlockBytes: UInt64
+    /// Requests per connection before its header blocks count as warm.
     public static let headerWarmup = Int(CAPNS_MOCK_HEADER_WARMUP)
+
 
     /// Average HPACK bytes of a request's headers once the connection is warm; nil before.
     public var warmHeaderBytesPerRequest: Double? {

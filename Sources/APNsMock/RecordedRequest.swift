@@ -4,9 +4,13 @@ import CAPNsMock
 public struct RecordedRequest: Sendable {
     /// 1, 2, ... in the order the mock accepted connections.
     public let connectionID: UInt64
+    /// The HTTP/2 stream the request came on.
     public let streamID: Int32
+    /// `:method`.
     public let method: String
+    /// `:path`, e.g. `/3/device/<token>`.
     public let path: String
+
     /// Every header but the pseudo-headers, in arrival order.
     public let headers: [(String, String)]
     /// The body, up to 5121 bytes (one past the largest payload APNs takes).

@@ -19,6 +19,8 @@ import Glibc
 public enum Doctor {
     /// What to check.
     public struct Setup: Sendable {
+        /// The credentials as files and ids, loaded by the checks themselves so that a
+        /// bad file is a failed check rather than an error before any check.
         public enum Credentials: Sendable {
             /// A .p8 provider key, its key id and team id, as given (checked here, not before).
             case token(keyPath: String, keyID: String, teamID: String)
@@ -26,6 +28,7 @@ public enum Doctor {
             case certificate(path: String, password: String?)
         }
 
+        /// What the request is signed with.
         public var credentials: Credentials
         /// The bundle id; certificate auth defaults to the certificate's UID.
         public var topic: String?
@@ -41,10 +44,12 @@ public enum Doctor {
         var target: Endpoint { endpoint ?? Endpoint(host: environment.host, port: environment.port) }
         /// A CA (PEM) trusted on top of the system's.
         public var caFile: String?
+        /// The HTTP proxy to connect through; nil connects directly.
         public var proxy: Proxy?
         /// The request's whole deadline.
         public var timeout: Duration = .seconds(10)
 
+        /// A set-up to check; the timeout is set on the value afterwards.
         public init(credentials: Credentials, topic: String?, environment: Environment = .production,
                     endpoint: Endpoint? = nil, caFile: String? = nil, proxy: Proxy? = nil) {
             self.credentials = credentials
@@ -60,7 +65,9 @@ public enum Doctor {
     public struct Check: Sendable, Equatable {
         /// What was checked: "key file", "clock", "TLS", ...
         public let name: String
+        /// True when the check passed.
         public let ok: Bool
+
         /// What was found.
         public let detail: String
         /// What to do; nil when it passed.
