@@ -2,14 +2,19 @@ import GRDB
 
 extension SQLiteStore {
     public func recordNotificationEvent(apnsID: String, userID: String, _ event: NotificationEvent, at: Int64,
-                                        now: Int64) async throws(StoreError) -> NotificationEventResult? {
-        try await write("record a notification event") { db -> NotificationEventResult? in
+                                        now: Int64) async throws(StoreError) -> NotificationEventRecord? {
+        try await write("record a notification event") { db -> NotificationEventRecord? in
             guard let row = try Row.fetchOne(db, sql: """
-                SELECT d.id, d.notification_id, n.app_type, n.type, e.received_at, e.opened_at
+                SELECT d.id, d.notification_id, n.app_type, n.type, e.received_at, e.opened_at,
+                       coalesce(r.state, d.state), coalesce(r.finished_at, d.finished_at)
                 FROM deliveries d JOIN notifications n ON n.id = d.notification_id
+                LEFT JOIN results r ON r.delivery_id = d.id
                 LEFT JOIN delivery_events e ON e.delivery_id = d.id
                 WHERE d.apns_id = ? AND d.user_id = ?
                 """, arguments: [apnsID, userID]) else { return nil }
+            let state: String = row[6]
+            guard state == "delivered" else { return .notDelivered(state: state) }
+            let at = max(at, row[7] as Int64? ?? at)
             let before: (received: Int64?, opened: Int64?) = (row[4], row[5])
             let received = before.received ?? at
             let opened = event == .opened ? (before.opened ?? at) : before.opened
@@ -22,7 +27,8 @@ extension SQLiteStore {
                     ON CONFLICT (delivery_id) DO UPDATE SET received_at = excluded.received_at, opened_at = excluded.opened_at
                     """, arguments: [row[0] as Int64, row[1] as String, received, opened])
             }
-            return NotificationEventResult(appType: row[2], type: row[3], receivedAt: received, openedAt: opened, new: new)
+            return .recorded(NotificationEventResult(appType: row[2], type: row[3], receivedAt: received, openedAt: opened,
+                                                     new: new))
         }
     }
 

@@ -16,11 +16,13 @@ import TestSupport
         let t = Harness.tokens(2, seed: 240)
         let production = try Harness.mock(sandbox: false)
         defer { production.stop() }
-        try await withServer(store, production: production) { server in
+        let clock = FakeClock(at: "2026-01-02T03:00:00Z")
+        try await withClockedServer(store, production: production, clock: clock) { server in
             await BackendAPITests.register(server, user: "reader", token: t[0])
             await BackendAPITests.register(server, user: "other", token: t[1])
             let id = try await WorkerTests.notify(server, users: ["reader", "other"])
             try await server.drained()
+            clock.set("2026-01-02T03:10:00Z")
             let before = await server.backend("GET", "/v1/notifications/\(id)")
             let delivery = try #require(await WorkerTests.deliveries(server, id)[t[0]])
             let apnsID = try #require(delivery["apns_id"] as? String)
@@ -73,6 +75,68 @@ import TestSupport
             let metrics = await server.metrics().body
             #expect(metrics.contains(#"apns_server_notification_events_total{app="staff",type="order_status_changed",event="received"} 1"#), "\(metrics)")
             #expect(metrics.contains(#"apns_server_notification_events_total{app="staff",type="order_status_changed",event="opened"} 1"#))
+        }
+    }
+
+    /// A delivery APNs refused was reported received and opened (the summary read
+    /// "failed 1, received 1, opened 1"), and `at` could be 1970: now a 409 that
+    /// writes nothing, and a time before the send is read as the send.
+    @Test(arguments: ServerStore.allCases)
+    func onlyADeliveredNotificationTakesReportsAndNoneBeforeItsSend(_ store: ServerStore) async throws {
+        let t = Harness.tokens(2, seed: 241)
+        let production = try Harness.mock(sandbox: false) { $0.forced = [t[1]: .error(400, "DeviceTokenNotForTopic")] }
+        defer { production.stop() }
+        let clock = FakeClock(at: "2026-01-02T03:00:00Z")
+        try await withClockedServer(store, production: production, clock: clock) { server in
+            await BackendAPITests.register(server, user: "reader", token: t[0])
+            await BackendAPITests.register(server, user: "failed", token: t[1])
+            let id = try await WorkerTests.notify(server, users: ["reader", "failed"])
+            try await server.drained()
+            clock.set("2026-01-02T03:10:00Z")
+            let deliveries = await WorkerTests.deliveries(server, id)
+            let lost = try #require(deliveries[t[1]])
+            #expect(lost["state"] as? String == "failed")
+            let lostID = try #require(lost["apns_id"] as? String)
+            let before = await server.backend("GET", "/v1/notifications/\(id)")
+
+            for event in ["received", "opened"] {
+                let r = await Self.report(server, user: "failed", #"{"apns_id":"\#(lostID)","event":"\#(event)"}"#)
+                #expect(r.status == 409, "\(r.body)")
+                #expect(r.body == #"{"success":false,"error":"the notification was not delivered (failed): it cannot have been \#(event)"}"#)
+            }
+            #expect(await server.backend("GET", "/v1/notifications/\(id)").body == before.body)
+            let summary = await server.backend("GET", "/v1/notifications/\(id)").json["summary"] as? [String: Int]
+            #expect(summary == ["pending": 0, "delivered": 1, "failed": 1])
+
+            // 1970 (and anything before the send) is the send; the send is 03:00.
+            let readerID = try #require(deliveries[t[0]]?["apns_id"] as? String)
+            let early = await Self.report(server, user: "reader", #"{"apns_id":"\#(readerID)","event":"opened","at":0}"#)
+            #expect(early.body == #"{"success":true,"apns_id":"\#(readerID)","received_at":"2026-01-02T03:00:00.000Z","opened_at":"2026-01-02T03:00:00.000Z"}"#)
+        }
+    }
+
+    /// `at` is read by the API's one strict time reader: "+5:30", "+99:00",
+    /// "2026-02-30" and years before 1970 are each a 400 that records nothing.
+    @Test(arguments: ServerStore.allCases)
+    func aReportsTimeIsReadStrictly(_ store: ServerStore) async throws {
+        let t = Harness.tokens(1, seed: 242)
+        let production = try Harness.mock(sandbox: false)
+        defer { production.stop() }
+        let clock = FakeClock(at: "2026-01-02T03:00:00Z")
+        try await withClockedServer(store, production: production, clock: clock) { server in
+            await BackendAPITests.register(server, user: "reader", token: t[0])
+            let id = try await WorkerTests.notify(server, users: ["reader"])
+            try await server.drained()
+            clock.set("2026-01-02T05:00:00Z")
+            let apnsID = try #require(await WorkerTests.deliveries(server, id)[t[0]]?["apns_id"] as? String)
+            for bad in ["2026-01-02T09:00:00+5:30", "2026-01-02T04:00:00+99:00", "2026-02-30T04:00:00Z",
+                        "1969-12-31T23:59:59Z", "2026-01-02T04:00:00"] {
+                let r = await Self.report(server, user: "reader", #"{"apns_id":"\#(apnsID)","event":"opened","at":"\#(bad)"}"#)
+                #expect(r.status == 400 && r.body.contains("at must be an ISO-8601 time"), "\(bad): \(r.body)")
+            }
+            #expect(await WorkerTests.deliveries(server, id)[t[0]]?["received_at"] == nil)
+            let r = await Self.report(server, user: "reader", #"{"apns_id":"\#(apnsID)","event":"opened","at":"2026-01-02T09:30:00+05:30"}"#)
+            #expect(r.body == #"{"success":true,"apns_id":"\#(apnsID)","received_at":"2026-01-02T04:00:00.000Z","opened_at":"2026-01-02T04:00:00.000Z"}"#)
         }
     }
 }

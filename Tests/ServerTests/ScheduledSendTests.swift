@@ -151,6 +151,42 @@ import TestSupport
         }
     }
 
+    /// Foundation's parser read "+5:30" as +05:00 (half an hour early), took
+    /// "+99:00", read "2026-02-30" as 2 March and echoed 1969 as a broken time:
+    /// each is a 400 that stores nothing, on notifications and Live Activities alike.
+    @Test(arguments: ServerStore.allCases) func sendAtIsReadStrictly(_ store: ServerStore) async throws {
+        let production = try Harness.mock(sandbox: false)
+        defer { production.stop() }
+        let clock = FakeClock(at: Self.t0)
+        try await withClockedServer(store, production: production, clock: clock) { server in
+            await BackendAPITests.register(server, user: "s", token: Harness.tokens(1, seed: 2316)[0])
+            let error = #"{"success":false,"error":"send_at must be an ISO-8601 time (\"2026-03-08T09:00:00Z\") or UNIX seconds"}"#
+            for bad in ["2026-06-02T09:00:00+5:30", "2026-06-02T09:00:00+99:00", "2026-06-02T09:00:00+05:60",
+                        "2026-02-30T09:00:00Z", "2026-06-31T09:00:00Z", "2026-06-02T24:00:00Z", "2026-06-02T09:00:60Z",
+                        "1969-12-31T23:59:59Z", "0001-01-01T00:00:00Z", "2026-06-02T09:00:00", "2026-06-02T09:00Z",
+                        "2026-06-02T09:00:00.Z", "2026-06-02T09:00:00Z ", " 2026-06-02T09:00:00Z", "+2026-06-02T09:00:00Z",
+                        "2026-6-2T09:00:00Z", "2026-06-02T09:00:00+0530"] {
+                let r = await server.backend("POST", "/v1/notifications", Self.body(["s"], "Bad", extra: #","send_at":"\#(bad)""#))
+                #expect(r.status == 400 && r.body == error, "\(bad): \(r)")
+                let la = await server.backend("POST", "/v1/live-activities",
+                    #"{"app_type":"staff","event":"update","activity_id":"a1","content_state":{"n":1},"send_at":"\#(bad)"}"#)
+                #expect(la.status == 400 && la.body == error, "\(bad): \(la)")
+            }
+            // Good spellings: an offset's minutes count, fractions and a lower-case t and z are RFC 3339's.
+            for (good, echoed) in [("2026-06-02T09:00:00+05:30", "2026-06-02T03:30:00.000Z"),
+                                   ("2026-06-02T09:00:00.25-01:15", "2026-06-02T10:15:00.250Z"),
+                                   ("2026-06-02t09:00:00.123456z", "2026-06-02T09:00:00.123Z"),
+                                   ("2028-02-29T00:00:00Z", nil)] {
+                let r = await server.backend("POST", "/v1/notifications", Self.body(["s"], "Good", extra: #","send_at":"\#(good)""#))
+                if let echoed {
+                    #expect(r.status == 202 && r.json["send_at"] as? String == echoed, "\(good): \(r)")
+                } else {
+                    #expect(r.status == 400 && r.body.contains("more than 30 days ahead"), "a leap day is a day: \(r)")
+                }
+            }
+        }
+    }
+
     /// A Live Activity update takes `send_at` too.
     @Test(arguments: ServerStore.allCases) func aLiveActivityUpdateCanBeScheduled(_ store: ServerStore) async throws {
         let production = try Harness.mock(sandbox: false)
@@ -166,6 +202,56 @@ import TestSupport
             #expect(posted.status == 202 && posted.json["state"] as? String == "scheduled", "\(posted)")
             clock.set("2026-06-01T12:30:00Z")
             try await Self.until("the update is sent") { production.attempts(for: token) == 1 }
+        }
+    }
+
+    /// Activity ids were compared byte for byte: another user registered the lower-case
+    /// spelling of an owner's id, and a scheduled update to it reached them. A
+    /// UUID-shaped id is one activity however it is spelled, wherever it enters;
+    /// white space around one is a 400.
+    @Test(arguments: ServerStore.allCases) func anActivityIDIsOneActivityInEitherCase(_ store: ServerStore) async throws {
+        let production = try Harness.mock(sandbox: false)
+        defer { production.stop() }
+        let clock = FakeClock(at: Self.t0)
+        try await withClockedServer(store, production: production, clock: clock) { server in
+            let t = Harness.tokens(2, seed: 2317)
+            let upper = "8A3F5C2E-1B4D-4E6F-9A7B-0C1D2E3F4A5B", lower = upper.lowercased()
+            func register(_ user: String, _ token: String, _ activity: String) async -> HTTPResponse {
+                await server.request("POST", "/api/user/live-activity-token",
+                    body: #"{"pushToken":"\#(token)","appType":"staff","attributesType":"DeliveryAttributes","activityId":"\#(activity)"}"#,
+                    bearer: Harness.jwt(sub: user))
+            }
+            #expect(await register("owner", t[0], upper).status == 200)
+            let intruder = await register("intruder", t[1], lower)
+            #expect(intruder.status == 409 && intruder.body == #"{"success":false,"error":"activityId is registered to another user"}"#,
+                    "\(intruder)")
+            let byBackend = await server.backend("POST", "/v1/users/intruder/live-activity-tokens",
+                #"{"pushToken":"\#(t[1])","appType":"staff","attributesType":"DeliveryAttributes","activityId":"\#(lower)"}"#)
+            #expect(byBackend.status == 409, "\(byBackend)")
+            for spaced in [" \(lower)", "\(lower)\\n", "\(upper)\\t"] {
+                let r = await register("intruder", t[1], spaced)
+                #expect(r.status == 400 && r.body == #"{"success":false,"error":"activityId must not begin or end with white space"}"#,
+                        "\(spaced): \(r)")
+                let send = await server.backend("POST", "/v1/live-activities",
+                    #"{"app_type":"staff","event":"update","activity_id":"\#(spaced)","content_state":{"eta":1}}"#)
+                #expect(send.status == 400 && send.body == #"{"success":false,"error":"activity_id must not begin or end with white space"}"#,
+                        "\(spaced): \(send)")
+            }
+            let listed = await server.request("GET", "/api/user/live-activity-tokens", bearer: Harness.jwt(sub: "owner"))
+            #expect((listed.json["tokens"] as? [[String: Any]])?.first?["activity_id"] as? String == lower, "\(listed)")
+
+            // A scheduled update and a send now, each in the other spelling: the owner's token, no one else's.
+            let posted = await server.backend("POST", "/v1/live-activities",
+                #"{"app_type":"staff","event":"update","activity_id":"\#(lower)","content_state":{"eta":5},"send_at":"2026-06-01T12:30:00Z"}"#)
+            #expect(posted.status == 202, "\(posted)")
+            clock.set("2026-06-01T12:30:00Z")
+            try await Self.until("the update is sent") { production.attempts(for: t[0]) == 1 }
+            let now = await server.backend("POST", "/v1/live-activities",
+                #"{"app_type":"staff","event":"update","activity_id":"\#(upper)","content_state":{"eta":4}}"#)
+            #expect(now.status == 202 && now.json["deliveries"] as? Int == 1, "\(now)")
+            try await Self.until("the second update is sent") { production.attempts(for: t[0]) == 2 }
+            try await server.drained()
+            #expect(production.attempts(for: t[1]) == 0)
         }
     }
 }

@@ -9,7 +9,9 @@ import Glibc
 /// A backend's webhook endpoint on 127.0.0.1, as real as a test needs: a socket
 /// bound from the start (so its port is known and refuses connections: "down")
 /// that starts listening on `up()`, answers each request with the next status of
-/// `answers` (then 200), and records every request it read.
+/// `answers` (then 200), and records every request it read. A `trickling` one
+/// answers 200 at once and then sends its body a byte every 100 ms, never ending,
+/// until the client hangs up (one connection at a time, as a stuck receiver would).
 final class WebhookReceiver: @unchecked Sendable {
     struct Request: Sendable {
         let headers: [String: String]
@@ -21,10 +23,13 @@ final class WebhookReceiver: @unchecked Sendable {
     private let fd: Int32
     private let state: Mutex<(answers: [Int], requests: [Request], listening: Bool)>
     private var thread: Thread?
+    private let trickling: Bool
+    private let stopped = Mutex(false)
 
-    init(answers: [Int] = []) {
+    init(answers: [Int] = [], trickling: Bool = false) {
         (fd, port) = boundLoopbackSocket()
         state = Mutex((answers, [], false))
+        self.trickling = trickling
     }
 
     var url: String { "http://127.0.0.1:\(port)/hooks/apns" }
@@ -42,6 +47,7 @@ final class WebhookReceiver: @unchecked Sendable {
     }
 
     func stop() {
+        stopped.withLock { $0 = true }
         shutdown(fd, Int32(SHUT_RDWR))
         close(fd)
     }
@@ -83,10 +89,26 @@ final class WebhookReceiver: @unchecked Sendable {
                     s.requests.append(Request(headers: recorded, body: body))
                     return status
                 }
+                if trickling {
+                    trickle(client)
+                    return
+                }
                 let reply = "HTTP/1.1 \(status) X\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
                 _ = reply.withCString { write(client, $0, strlen($0)) }
                 return
             }
+        }
+    }
+
+    /// A 200 whose body never ends: a byte every 100 ms until the client closes.
+    private func trickle(_ client: Int32) {
+        // Small enough for a client that reads a little of the answer to wait for all of it.
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: 30000\r\n\r\n"
+        guard head.withCString({ send(client, $0, strlen($0), Int32(MSG_NOSIGNAL)) }) > 0 else { return }
+        var byte: UInt8 = UInt8(ascii: "x")
+        while !stopped.withLock({ $0 }) {
+            usleep(100_000)
+            guard send(client, &byte, 1, Int32(MSG_NOSIGNAL)) == 1 else { return }
         }
     }
 

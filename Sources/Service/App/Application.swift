@@ -111,10 +111,12 @@ private func assemble(config: ServerConfig, store: any DeliveryStore, closesStor
         },
         logger: logger)
     // Out of time to drain: the worker stops claiming, what APNs has not answered
-    // ends unanswered (and goes back to the outbox), open connections close.
+    // ends unanswered (and goes back to the outbox), webhook sends in flight end
+    // (and go again later), open connections close.
     let grace = ShutdownGrace(grace: .seconds(config.shutdownGraceSeconds),
                               writeBack: .seconds(config.shutdownWriteBackSeconds), logger: logger) {
         worker.stop()
+        webhooks.stop()
         for client in clients.all { client.abandon() }
         connections.closeAll()
     }

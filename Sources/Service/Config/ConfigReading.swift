@@ -199,7 +199,7 @@ extension ServerConfig {
         let secretPaths = [apiKeysPath, secretPath] + [metricsTokenPath].compactMap { $0 } + apps.map(\.keyPath)
             + webhooks.endpoints.map(\.secretPath)
         for path in secretPaths where !secretFiles.contains(path) { secretFiles.append(path) }
-        config.warnings = secretFiles.compactMap(Self.openToOthers)
+        config.warnings = secretFiles.compactMap(Self.openToOthers) + webhooks.warnings
         config.requestTimeoutSeconds = requestTimeout
         config.maxConnectionsPerAddress = perAddress
         config.maxConnections = maxConnections

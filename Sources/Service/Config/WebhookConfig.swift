@@ -12,10 +12,20 @@ import Yams
 ///         events: [token.deactivated, delivery.failed, notification.completed, broadcast.completed]
 ///
 /// or a mapping with the list as `endpoints` beside the worker's settings
-/// (`retry_hours`, `timeout_ms`, `concurrency`, `backoff_base_ms`, `backoff_max_ms`).
+/// (`retry_hours`, `timeout_ms`, `concurrency`, `backoff_base_ms`, `backoff_max_ms`,
+/// `allow_private_networks`).
+///
+/// A URL with a user or password (`https://user:pass@host/`) is refused at start:
+/// receivers check the signature header, and the client would have dropped the
+/// credentials silently. A query (`?token=…`) is sent as written, but logs and
+/// `GET /v1/webhook-events` show only scheme, host, port and path. Where a URL
+/// may point: `WebhookDestination`.
 public struct WebhookConfig: Sendable {
     public struct Endpoint: Sendable {
         public var url: String
+        /// The URL without what may be a secret (`WebhookDestination.redacted`).
+        public var shown: String
+        var host: String
         /// The HMAC key (the file's bytes, a trailing newline dropped).
         var secret: [UInt8]
         var secretPath: String
@@ -34,6 +44,11 @@ public struct WebhookConfig: Sendable {
     public var backoffMaxMillis = 3_600_000
     /// How often the worker looks for due events and completed notifications.
     public var pollIntervalMillis = 500
+    /// Whether a receiver may be in a private range (10/8, 172.16/12, 192.168/16,
+    /// 100.64/10, fc00::/7); link-local and metadata addresses never may.
+    public var allowPrivateNetworks = false
+    /// Plain http to another machine.
+    var warnings: [String] = []
 
     var routes: WebhookRoutes {
         WebhookRoutes(endpoints.map { WebhookRoutes.Endpoint(url: $0.url, events: $0.events) })
@@ -63,6 +78,7 @@ extension ServerConfig {
             config.backoffBaseMillis = try r.int("backoff_base_ms", default: config.backoffBaseMillis, range: 10...86_400_000)
             config.backoffMaxMillis = try r.int("backoff_max_ms", default: config.backoffMaxMillis, range: 10...86_400_000)
             config.pollIntervalMillis = try r.int("poll_interval_ms", default: config.pollIntervalMillis, range: 10...60_000)
+            config.allowPrivateNetworks = try r.bool("allow_private_networks", default: false)
             try r.rejectUnknown()
         } else {
             throw ConfigError("config: webhooks must be a list of {url, secret_file, events}")
@@ -72,12 +88,28 @@ extension ServerConfig {
             guard let m = item.mapping else { throw ConfigError("config: \(context)[\(i)] must be a mapping (url, secret_file, events)") }
             var r = Reader(mapping: m, context: "\(context)[\(i)].", base: reader.base)
             let url = try r.string("url", required: true)!
-            guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
-                  let host = parsed.host, !host.isEmpty else {
-                throw ConfigError("config: \(r.context)url must be an http:// or https:// URL, not '\(url)'")
+            let shown = WebhookDestination.redacted(url)
+            guard let parsed = URLComponents(string: url), let scheme = parsed.scheme?.lowercased(),
+                  ["http", "https"].contains(scheme), let host = parsed.host, !host.isEmpty else {
+                throw ConfigError("config: \(r.context)url must be an http:// or https:// URL, not '\(shown)'")
+            }
+            guard parsed.user == nil && parsed.password == nil else {
+                throw ConfigError("config: \(r.context)url \(shown) has a user or password (user:pass@), which is not sent; "
+                                  + "receivers check the \(WebhookSignature.header) header instead")
             }
             guard !config.endpoints.contains(where: { $0.url == url }) else {
-                throw ConfigError("config: \(r.context)url \(url) appears twice in webhooks")
+                throw ConfigError("config: \(r.context)url \(shown) appears twice in webhooks")
+            }
+            // An address is judged now; a name when the worker resolves it, before
+            // each attempt (resolving here would make a start wait on DNS).
+            if let address = WebhookDestination.literal(host),
+               let why = WebhookDestination.refusal(host: address, addresses: [address],
+                                                    allowPrivate: config.allowPrivateNetworks) {
+                throw ConfigError("config: \(r.context)url \(shown): \(why)")
+            }
+            if scheme == "http" && !WebhookDestination.isLoopback(host) {
+                config.warnings.append("webhooks: \(shown) is plain http to another machine: events (device tokens, "
+                                       + "user ids) and their signatures cross the network in clear; use https")
             }
             let secretPath = resolve(try r.string("secret_file", required: true)!, against: reader.base)
             let secret = try readWebhookSecret(secretPath, field: "\(r.context)secret_file")
@@ -92,7 +124,8 @@ extension ServerConfig {
                 events.insert(type)
             }
             try r.rejectUnknown()
-            config.endpoints.append(.init(url: url, secret: secret, secretPath: secretPath, events: events))
+            config.endpoints.append(.init(url: url, shown: shown, host: host, secret: secret, secretPath: secretPath,
+                                          events: events))
         }
         return config
     }

@@ -34,7 +34,7 @@ struct LiveActivitySend: Sendable {
             throw .badRequest("event must be start, update or end, not '\(name)'")
         }
         let attributesType = try Self.identifier(body, "attributes_type")
-        let activityID = try Self.identifier(body, "activity_id")
+        let activityID = try Self.activityID(body, "activity_id")
         let userIDs = try Self.userIDs(body)
 
         let target: LiveActivityTarget
@@ -147,6 +147,25 @@ struct LiveActivitySend: Sendable {
             throw .badRequest("\(key) must be a string of 1 to 256 characters")
         }
         return s
+    }
+
+    /// An activity id as every route stores and looks it up. ActivityKit's ids are
+    /// UUIDs, which a device or backend may spell in either case: kept in lower case,
+    /// so that two spellings are one activity, with one owner (byte for byte, another
+    /// user could claim the other spelling and get the owner's updates). White space
+    /// around an id is refused rather than trimmed: it is a caller's bug, not a name.
+    static func activityID(_ body: JSON, _ key: String) throws(APIError) -> String? {
+        if let text = body[key]?.stringValue, let first = text.unicodeScalars.first, let last = text.unicodeScalars.last,
+           first.properties.isWhitespace || last.properties.isWhitespace {
+            throw .badRequest("\(key) must not begin or end with white space")
+        }
+        guard let id = try identifier(body, key) else { return nil }
+        let u = Array(id.utf8)
+        let isUUID = u.count == 36 && u.enumerated().allSatisfy { i, c in
+            [8, 13, 18, 23].contains(i) ? c == UInt8(ascii: "-")
+                : (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66)
+        }
+        return isUUID ? id.lowercased() : id
     }
 
     static func userIDs(_ body: JSON) throws(APIError) -> [String]? {

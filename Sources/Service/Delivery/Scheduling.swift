@@ -30,7 +30,7 @@ struct Scheduling: Sendable {
             if key != nil { throw .badRequest("schedule_key needs send_at (it names a scheduled notification)") }
             return nil
         }
-        guard let sendAt = millis(value) else {
+        guard let sendAt = Timestamp.millis(value) else {
             throw .badRequest("send_at must be an ISO-8601 time (\"2026-03-08T09:00:00Z\") or UNIX seconds")
         }
         let horizon = now + Int64(horizonDays) * 86_400_000
@@ -38,22 +38,6 @@ struct Scheduling: Sendable {
             throw .badRequest("send_at is more than \(horizonDays) days ahead (schedule.horizon_days)")
         }
         return When(sendAt: sendAt, scheduleKey: key)
-    }
-
-    /// UNIX seconds (a number, fractions allowed), or an ISO-8601 date and time
-    /// with its offset ("Z" or "+05:30"), fractions of a second allowed.
-    static func millis(_ value: JSON) -> Int64? {
-        if case .number(let text) = value {
-            guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds < 1e11 else { return nil }
-            return Int64((seconds * 1000).rounded(.down))
-        }
-        guard let text = value.stringValue, text.utf8.count <= 64 else { return nil }
-        let plain = ISO8601DateFormatter()
-        plain.formatOptions = [.withInternetDateTime]
-        let fractional = ISO8601DateFormatter()
-        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        guard let date = plain.date(from: text) ?? fractional.date(from: text) else { return nil }
-        return Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
     }
 
     /// The body to store: the request less its schedule, replayed at send time.

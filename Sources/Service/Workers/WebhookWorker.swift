@@ -14,8 +14,12 @@ import Synchronization
 ///
 /// Apart from the APNs path on purpose: its own HTTP client, its own concurrency
 /// (`webhooks.concurrency` events in flight) and bounded attempts
-/// (`webhooks.timeout_ms`), so a receiver that is slow, down or failing delays only
-/// its own events, never a send to APNs.
+/// (`webhooks.timeout_ms`, the whole attempt: the client's own timeouts end when the
+/// answer's head arrives, and a receiver that then trickles its body would hold the
+/// slot past the claim's lease, be claimed again, and at last hold every slot), so
+/// a receiver that is slow, down or failing delays only its own events, never a
+/// send to APNs. A shutdown waits for the sends in flight no longer than its grace
+/// (`stop`): those cut short go again.
 ///
 /// It also looks at notifications a finish touched for `notification.completed`,
 /// and prunes old events and device reports with the log's retention.
@@ -27,8 +31,11 @@ final class WebhookWorker: Service, Sendable {
     let logger: Logger
     let workerID = "webhooks-\(UUID().uuidString.prefix(8).lowercased())"
 
-    /// Events claimed whose send has not ended.
-    private let inFlight = Mutex(0)
+    /// Events claimed whose send has not ended, by id: one is never sent twice at
+    /// once, even should its lease run out and a claim return it again.
+    private let inFlight = Mutex(Set<Int64>())
+    /// Set when the shutdown's grace is over: the sends in flight are cancelled.
+    private let stopped = Mutex(false)
     /// Sends that ended, not yet recorded: the loop records them all in one write.
     private let ended = Mutex<[WebhookAttemptEnd]>([])
     /// Woken as each send ends, so that the loop records it and a busy worker
@@ -65,8 +72,8 @@ final class WebhookWorker: Service, Sendable {
             var lastClaimFull = false
             let poll = Duration.milliseconds(settings.pollIntervalMillis)
             // Waits at most a poll, so that a shutdown is heard within one; the group
-            // then waits for the sends in flight.
-            while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            // then waits for the sends in flight, until the grace is over (`stop`).
+            while !Task.isCancelled && !Task.isShuttingDownGracefully && !stopped.withLock({ $0 }) {
                 let now = ContinuousClock.now
                 if now - lastPrune >= .seconds(config.retention.intervalSeconds) {
                     lastPrune = now
@@ -86,7 +93,7 @@ final class WebhookWorker: Service, Sendable {
                 await recordEnded()
                 // More may be due at once after a claim that filled every free slot;
                 // after one that found fewer, not before the next poll.
-                let free = settings.concurrency - inFlight.withLock { $0 }
+                let free = settings.concurrency - inFlight.withLock { $0.count }
                 if free > 0, lastClaimFull || now - lastClaim >= poll {
                     lastClaim = now
                     let claimed = await claim(limit: free)
@@ -98,10 +105,22 @@ final class WebhookWorker: Service, Sendable {
                 }
                 await sendEnded.wait(timeout: poll)
             }
+            // Each send ends within timeout_ms; past the shutdown's grace, at once.
+            while !inFlight.withLock({ $0.isEmpty }) && !stopped.withLock({ $0 }) {
+                await sendEnded.wait(timeout: poll)
+            }
+            group.cancelAll()
         }
-        // Every send has ended (each is bounded by the timeout): the last ones recorded.
+        // Every send has ended: the last ones recorded.
         await recordEnded()
         try? await client.shutdown()
+    }
+
+    /// The shutdown's grace is over: the sends in flight end now (as failed attempts,
+    /// tried again after their backoff, by this process's successor).
+    func stop() {
+        stopped.withLock { $0 = true }
+        sendEnded.wake()
     }
 
     /// Records the sends that ended since the last call. Should the write fail,
@@ -123,8 +142,9 @@ final class WebhookWorker: Service, Sendable {
         do {
             let claimed = try await store.claimWebhookEvents(worker: workerID, limit: free, leaseMillis: lease,
                                                              now: clock.nowMillis)
-            inFlight.withLock { $0 += claimed.count }
-            return claimed
+            // One whose send has not ended (its lease ran out while the store was
+            // slow to record it) stays with that send, which records it.
+            return inFlight.withLock { ids in claimed.filter { ids.insert($0.id).inserted } }
         } catch {
             logger.error("claiming webhook events failed", metadata: ["error": "\(error)"])
             return []
@@ -163,12 +183,13 @@ final class WebhookWorker: Service, Sendable {
         metrics.webhookDelivery(event: event.type, outcome: outcome)
         if case .failed(let status, let error, let retryAt) = attempt {
             logger.log(level: retryAt == nil ? .error : .info, "webhook attempt failed",
-                       metadata: ["event": "\(event.eventID)", "type": "\(event.type)", "url": "\(event.endpoint)",
+                       metadata: ["event": "\(event.eventID)", "type": "\(event.type)",
+                                  "url": "\(WebhookDestination.redacted(event.endpoint))",
                                   "status": "\(status.map(String.init) ?? "none")", "error": "\(error)",
                                   "final": "\(retryAt == nil)"])
         }
         ended.withLock { $0.append(WebhookAttemptEnd(id: event.id, attempt)) }
-        inFlight.withLock { $0 -= 1 }
+        inFlight.withLock { _ = $0.remove(event.id) }
         sendEnded.wake()
     }
 
@@ -183,16 +204,62 @@ final class WebhookWorker: Service, Sendable {
         request.headers.add(name: WebhookSignature.header,
                             value: WebhookSignature.value(secret: endpoint.secret, timestamp: clock.nowSeconds, body: body))
         request.body = .bytes(ByteBuffer(bytes: body))
+        let timeout = settings.timeoutMillis
+        let sending = request
+        let (host, allowPrivate) = (endpoint.host, settings.allowPrivateNetworks)
+        // The status as soon as the head arrives: a receiver that answered and then
+        // stalls in its body has answered.
+        let status = HeadStatus()
         do {
-            let response = try await client.execute(request, timeout: .milliseconds(Int64(settings.timeoutMillis)))
-            // Read (a little of) the answer so the connection can be used again.
-            _ = try? await response.body.collect(upTo: 64 * 1024)
-            let status = Int(response.status.code)
-            if (200..<300).contains(status) { return .delivered(status: status) }
-            return .failed(status: status, error: "HTTP \(status)", retryAt: retryAt(event))
+            try await Self.within(.milliseconds(timeout)) {
+                if let why = await Self.refusal(host: host, allowPrivate: allowPrivate) { throw Refused(why: why) }
+                let response = try await client.execute(sending, timeout: .milliseconds(Int64(timeout)))
+                status.code.withLock { $0 = Int(response.status.code) }
+                // Read (a little of) the answer so the connection can be used again.
+                _ = try await response.body.collect(upTo: 64 * 1024)
+            }
         } catch {
-            return .failed(status: nil, error: "\(error)", retryAt: retryAt(event))
+            if status.code.withLock({ $0 }) == nil {
+                let why = switch error {
+                case let refused as Refused: refused.why
+                case is TimedOut: "no answer within timeout_ms (\(timeout))"
+                case is CancellationError: "cut short by a shutdown before the receiver answered"
+                default: "\(error)"
+                }
+                return .failed(status: nil, error: why, retryAt: retryAt(event))
+            }
         }
+        let code = status.code.withLock { $0 } ?? 0
+        if (200..<300).contains(code) { return .delivered(status: code) }
+        return .failed(status: code, error: "HTTP \(code)", retryAt: retryAt(event))
+    }
+
+    private final class HeadStatus: Sendable { let code = Mutex<Int?>(nil) }
+    private struct TimedOut: Error {}
+    private struct Refused: Error { let why: String }
+
+    /// `body`, cancelled (and `TimedOut` thrown) once `limit` has passed.
+    static func within(_ limit: Duration, _ body: @escaping @Sendable () async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask { try await body(); return true }
+            group.addTask { try await Task.sleep(for: limit); return false }
+            defer { group.cancelAll() }
+            guard try await group.next() == true else { throw TimedOut() }
+        }
+    }
+
+    /// Why the receiver's host may not be sent to as it resolves now, or nil (nil
+    /// too when it does not resolve: the client's own error says so).
+    static func refusal(host: String, allowPrivate: Bool) async -> String? {
+        guard WebhookDestination.literal(host) == nil else {
+            // An address was judged at load.
+            return nil
+        }
+        // getaddrinfo blocks: on a thread of its own, not the cooperative pool.
+        let addresses = await withCheckedContinuation { (c: CheckedContinuation<[String]?, Never>) in
+            DispatchQueue.global().async { c.resume(returning: WebhookDestination.resolve(host)) }
+        }
+        return addresses.flatMap { WebhookDestination.refusal(host: host, addresses: $0, allowPrivate: allowPrivate) }
     }
 
     /// When attempt `attempts + 2` may go: base × 2^attempts, capped; nil once past

@@ -25,6 +25,14 @@ public struct NotificationEventResult: Sendable, Hashable {
     }
 }
 
+/// What a report came to: recorded, or refused because the delivery never reached
+/// the device (APNs did not take it, or not yet), so nothing can have arrived.
+public enum NotificationEventRecord: Sendable, Hashable {
+    case recorded(NotificationEventResult)
+    /// The delivery's state ("pending" or "failed"); nothing was written.
+    case notDelivered(state: String)
+}
+
 /// A notification's reports: how many of its deliveries were received and opened,
 /// and the times of those asked for (by apns-id).
 public struct NotificationEngagement: Sendable, Hashable {
@@ -47,11 +55,12 @@ public struct NotificationEngagement: Sendable, Hashable {
 
 public protocol NotificationEventStore: Sendable {
     /// Records that the delivery `apnsID`, made to one of `userID`'s tokens, was
-    /// received (or opened, which implies received) at `at`. The first time of each
-    /// is kept: a repeat changes nothing. Nil when no delivery to this user has that
-    /// apns-id (nothing is written).
+    /// received (or opened, which implies received) at `at`, or at the delivery's
+    /// send when `at` is earlier (nothing arrives before it is sent). The first time
+    /// of each is kept: a repeat changes nothing. Refused for a delivery that is not
+    /// delivered. Nil when no delivery to this user has that apns-id (nothing is written).
     func recordNotificationEvent(apnsID: String, userID: String, _ event: NotificationEvent, at: Int64,
-                                 now: Int64) async throws(StoreError) -> NotificationEventResult?
+                                 now: Int64) async throws(StoreError) -> NotificationEventRecord?
 
     /// The notification's counts of received and opened deliveries, and the times of
     /// the deliveries `apnsIDs` (a page of its log).

@@ -5,13 +5,17 @@ import PostgresNIO
 
 extension PostgresStore {
     public func recordNotificationEvent(apnsID: String, userID: String, _ event: NotificationEvent, at: Int64,
-                                        now: Int64) async throws(StoreError) -> NotificationEventResult? {
-        try await transaction("record a notification event") { db -> NotificationEventResult? in
+                                        now: Int64) async throws(StoreError) -> NotificationEventRecord? {
+        try await transaction("record a notification event") { db -> NotificationEventRecord? in
             guard let row = try await db.rows("""
-                SELECT d.id, d.notification_id, n.app_type, n.type
+                SELECT d.id, d.notification_id, n.app_type, n.type, coalesce(r.state, d.state), coalesce(r.finished_at, d.finished_at)
                 FROM deliveries d JOIN notifications n ON n.id = d.notification_id
+                LEFT JOIN results r ON r.delivery_id = d.id
                 WHERE d.apns_id = \(apnsID) AND d.user_id = \(userID)
                 """).first else { return nil }
+            let state = try row.get(4, String.self)
+            guard state == "delivered" else { return .notDelivered(state: state) }
+            let at = max(at, try row.get(5, Int64?.self) ?? at)
             let deliveryID = try row.get(0, Int64.self), notificationID = try row.get(1, String.self)
             // The row is made first and then locked, so that two reports at once
             // read one another's times and each time is set once.
@@ -33,8 +37,8 @@ extension PostgresStore {
                 UPDATE delivery_events SET received_at = \(received), opened_at = \(opened)::bigint
                 WHERE delivery_id = \(deliveryID)
                 """)
-            return NotificationEventResult(appType: try row.get(2), type: try row.get(3), receivedAt: received,
-                                           openedAt: opened, new: new)
+            return .recorded(NotificationEventResult(appType: try row.get(2), type: try row.get(3), receivedAt: received,
+                                                     openedAt: opened, new: new))
         }
     }
 

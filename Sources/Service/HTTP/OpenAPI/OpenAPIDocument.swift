@@ -208,7 +208,7 @@ enum OpenAPIDocument {
     "/api/user/notification-events": {
       "post": {
         "operationId": "reportNotificationEvent", "tags": ["app"], "summary": "Report that a notification was received or opened.",
-        "description": "Only for a delivery made to the signed-in user (any other apns-id is a 404). The first time is kept; an open implies a receipt.",
+        "description": "Only for a delivery made to the signed-in user (any other apns-id is a 404), and only once APNs took it (a failed or pending delivery is a 409). An `at` before the send is read as the send. The first time is kept; an open implies a receipt.",
         "security": [{"userJWT": []}],
         "requestBody": {"required": true, "content": {"application/json": {
           "schema": {"$ref": "#/components/schemas/NotificationEvent"},
@@ -219,6 +219,7 @@ enum OpenAPIDocument {
               "success": {"const": true}, "apns_id": {"type": "string"},
               "received_at": {"$ref": "#/components/schemas/Timestamp"}, "opened_at": {"$ref": "#/components/schemas/Timestamp"}}}}}},
           "404": {"$ref": "#/components/responses/NotFound"},
+          "409": {"$ref": "#/components/responses/Conflict"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       }
@@ -744,7 +745,7 @@ enum OpenAPIDocument {
       "ShortText": {"type": ["string", "null"], "maxLength": 256},
       "Text": {"type": ["string", "null"], "maxLength": 1024},
       "UnixSeconds": {"type": ["integer", "null"], "minimum": 0},
-      "Time": {"anyOf": [{"type": "string", "format": "date-time", "maxLength": 64}, {"type": "number", "minimum": 0, "exclusiveMaximum": 100000000000}, {"type": "null"}], "description": "ISO-8601 with its offset, or UNIX seconds."},
+      "Time": {"anyOf": [{"type": "string", "format": "date-time", "maxLength": 64}, {"type": "number", "minimum": 0, "exclusiveMaximum": 100000000000}, {"type": "null"}], "description": "RFC 3339 (ISO-8601 with its offset as ±HH:MM or Z, 1970 or later, a real date), or UNIX seconds."},
       "UserIDs": {"type": ["array", "null"], "minItems": 1, "maxItems": 10000, "items": {"$ref": "#/components/schemas/Identifier"}},
       "DeviceTokenBody": {"type": "object", "required": ["deviceToken"], "properties": {"deviceToken": {"$ref": "#/components/schemas/PushToken"}}},
       "PushTokenBody": {"type": "object", "required": ["pushToken"], "properties": {"pushToken": {"$ref": "#/components/schemas/PushToken"}}},

@@ -36,10 +36,7 @@ struct LiveActivityRoutes: Sendable {
             throw .badRequest("attributesType is required (the ActivityAttributes type name)")
         }
         var kind = LiveActivityKind.start
-        if let a = body["activityId"], !a.isNull {
-            guard let id = a.stringValue, Registration.isIdentifier(id) else {
-                throw .badRequest("activityId must be a string of 1 to 256 characters")
-            }
+        if let id = try LiveActivitySend.activityID(body, "activityId") {
             kind = .update(activityID: id)
         }
         var environment = "production"

@@ -5,8 +5,10 @@ import Store
 /// `POST /api/user/notification-events {apns_id, event: "received"|"opened", at?}`:
 /// the app reports that a notification reached the device (its Notification
 /// Service Extension ran) or that the user opened it. Only for a delivery made to
-/// the signed-in user: any other apns-id is a 404, and nothing changes. A repeat
-/// changes nothing (the first time is kept); an open implies a receipt.
+/// the signed-in user: any other apns-id is a 404, and nothing changes; one that
+/// APNs never took (failed, or still pending) is a 409. A time before the send is
+/// read as the send. A repeat changes nothing (the first time is kept); an open
+/// implies a receipt.
 struct NotificationEventRoutes: Sendable {
     let store: any DeliveryStore
     let clock: any ServiceClock
@@ -31,15 +33,18 @@ struct NotificationEventRoutes: Sendable {
         let now = clock.nowMillis
         var at = now
         if let value = json["at"], !value.isNull {
-            guard let millis = Self.millis(value) else {
+            guard let millis = Timestamp.millis(value) else {
                 throw APIError.badRequest("at must be an ISO-8601 time (2026-11-22T21:28:00Z) or UNIX seconds")
             }
             // A device's clock may run ahead: never later than the report itself.
             at = min(millis, now)
         }
-        guard let result = try await store.recordNotificationEvent(apnsID: apnsID, userID: user.userID, event,
-                                                                    at: at, now: now) else {
-            throw APIError.notFound("notification not found")
+        let result: NotificationEventResult
+        switch try await store.recordNotificationEvent(apnsID: apnsID, userID: user.userID, event, at: at, now: now) {
+        case nil: throw APIError.notFound("notification not found")
+        case .notDelivered(let state)?:
+            throw APIError.conflict("the notification was not delivered (\(state)): it cannot have been \(event.rawValue)")
+        case .recorded(let recorded)?: result = recorded
         }
         for new in result.new { metrics.notificationEvent(app: result.appType, type: result.type, event: new.rawValue) }
         return JSONResponse.ok(.object([
@@ -54,20 +59,5 @@ struct NotificationEventRoutes: Sendable {
     static func apnsID(_ text: String) -> String? {
         guard text.utf8.count == 36, UUID(uuidString: text) != nil else { return nil }
         return text.lowercased()
-    }
-
-    /// ISO-8601 (with or without fractional seconds) or UNIX seconds, as milliseconds.
-    static func millis(_ value: JSON) -> Int64? {
-        if case .number(let text) = value, let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds < 1e11 {
-            return Int64((seconds * 1000).rounded())
-        }
-        guard let text = value.stringValue else { return nil }
-        for options in [ISO8601DateFormatter.Options.withInternetDateTime,
-                        [.withInternetDateTime, .withFractionalSeconds]] {
-            let formatter = ISO8601DateFormatter()
-            formatter.formatOptions = options
-            if let date = formatter.date(from: text) { return Int64((date.timeIntervalSince1970 * 1000).rounded()) }
-        }
-        return nil
     }
 }

@@ -48,7 +48,8 @@ struct WebhookEventRoutes: Sendable {
         .object([
             ("id", .string(e.event.eventID)),
             ("type", .string(e.event.type)),
-            ("url", .string(e.event.endpoint)),
+            // Without a user, password or query: any of them may be a secret.
+            ("url", .string(WebhookDestination.redacted(e.event.endpoint))),
             ("state", .string(e.state)),
             ("attempts", .int(e.event.attempts)),
             ("last_status", e.lastStatus.map(JSON.int) ?? .null),
