@@ -29,7 +29,7 @@ struct SchemaStep: Sendable {
 /// - `device_use` is when each device was last delivered to (`devices.last_used_at`
 ///   is no longer used); `device_changes` counts changes to the facts a fan-out reads.
 enum Schema {
-    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19]
+    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20]
 
     /// PostgreSQL databases made before the history was one list numbered their steps
     /// on their own: a step there combined, or came in another place than, the steps
@@ -1093,5 +1093,41 @@ enum Schema {
         """,
         "CREATE INDEX audit_log_by_time ON audit_log (at)",
         ])
-}
 
+    /// Activity ids that are UUIDs are kept in lower case (the service reads them so
+    /// since this step): ids stored before in another case are lower-cased. Where two
+    /// spellings of one id had owners, the first to register stays its owner; the
+    /// other's tokens stay, and no send by the activity reaches them.
+    static let v20 = SchemaStep(
+        number: 20, name: "activity ids in one case",
+        sqlite: """
+        DELETE FROM live_activities WHERE activity_id GLOB '\(uuidGlob)' AND EXISTS (
+            SELECT 1 FROM live_activities o
+            WHERE o.app_type = live_activities.app_type AND lower(o.activity_id) = lower(live_activities.activity_id)
+              AND (o.created_at, o.activity_id) < (live_activities.created_at, live_activities.activity_id));
+        UPDATE live_activities SET activity_id = lower(activity_id)
+            WHERE activity_id GLOB '\(uuidGlob)' AND activity_id <> lower(activity_id);
+        UPDATE live_activity_tokens SET activity_id = lower(activity_id)
+            WHERE activity_id GLOB '\(uuidGlob)' AND activity_id <> lower(activity_id);
+        """,
+        postgres: [
+        """
+        DELETE FROM live_activities a WHERE activity_id ~ '\(unescaped: uuidPattern)' AND EXISTS (
+            SELECT 1 FROM live_activities o
+            WHERE o.app_type = a.app_type AND lower(o.activity_id) = lower(a.activity_id)
+              AND (o.created_at, o.activity_id) < (a.created_at, a.activity_id))
+        """,
+        """
+        UPDATE live_activities SET activity_id = lower(activity_id)
+            WHERE activity_id ~ '\(unescaped: uuidPattern)' AND activity_id <> lower(activity_id)
+        """,
+        """
+        UPDATE live_activity_tokens SET activity_id = lower(activity_id)
+            WHERE activity_id ~ '\(unescaped: uuidPattern)' AND activity_id <> lower(activity_id)
+        """,
+        ])
+
+    /// A UUID's spelling in either case: SQLite's GLOB, PostgreSQL's regular expression.
+    static let uuidGlob = "[0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f]-[0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f]-[0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f]-[0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f]-[0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f]"
+    static let uuidPattern = "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
+}
