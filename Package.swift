@@ -74,8 +74,11 @@ let package = Package(
             ]
         ),
         .target(name: "APNsMock", dependencies: ["CAPNsMock"]),
-        // The version and the git commit every binary's --version prints (scripts/build-info.sh).
+        // The version every binary's --version prints, and the git commit beside it (read
+        // before each build by scripts/build-info.sh, through the plugin).
         .target(name: "CBuildInfo"),
+        .plugin(name: "BuildCommitPlugin", capability: .buildTool()),
+        .target(name: "BuildCommit", plugins: ["BuildCommitPlugin"]),
         // apns-server's memory: registry, preferences, outbox, delivery log (SQLite, or PostgreSQL).
         .target(name: "Store", dependencies: [
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -95,7 +98,7 @@ let package = Package(
         .target(
             name: "Service",
             dependencies: [
-                "APNs", "Store", "CServiceCrypto", "CBuildInfo",
+                "APNs", "Store", "CServiceCrypto", "CBuildInfo", "BuildCommit",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -125,11 +128,11 @@ let package = Package(
         ], path: "Tests/TestServer"),
         .executableTarget(
             name: "apns-send",
-            dependencies: ["APNs", "CBuildInfo", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["APNs", "CBuildInfo", "BuildCommit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "apns-mock",
-            dependencies: ["APNsMock", "CBuildInfo", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["APNsMock", "CBuildInfo", "BuildCommit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(
             name: "apns-bench",

@@ -1,19 +1,19 @@
-#!/usr/bin/env bash
-# Writes Sources/CBuildInfo/build_commit.h (git-ignored): the commit `--version` prints.
-# Rewritten only when the commit changed, and then build_info.c is touched, so that an
-# incremental build recompiles it even where the header did not exist at its last build.
-# Outside a git checkout the header says "unknown" (the build works the same).
-#   scripts/build-info.sh
-set -euo pipefail
+#!/bin/sh
+# Writes DIR/GeneratedBuildCommit.swift: the git commit `--version` prints. SwiftPM runs it
+# before every build (Plugins/BuildCommitPlugin) and compiles the file into the
+# BuildCommit target. Rewritten only when the commit changed, so an unchanged tree
+# recompiles nothing. Outside a git checkout it says "unknown" (the build works the same).
+#   scripts/build-info.sh DIR
+set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-header=$root/Sources/CBuildInfo/build_commit.h
+out=${1:?usage: scripts/build-info.sh DIR}
+mkdir -p "$out"
 commit=unknown
 if git -C "$root" rev-parse --git-dir >/dev/null 2>&1; then
-  commit=$(git -C "$root" rev-parse --short=12 HEAD)
-  git -C "$root" diff --quiet HEAD -- 2>/dev/null || commit=$commit-dirty
+  commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+  if [ "$commit" != unknown ] && ! git -C "$root" diff --quiet HEAD -- 2>/dev/null; then commit=$commit-dirty; fi
 fi
-line="#define APNS_BUILD_COMMIT \"$commit\""
-if [ "$(cat "$header" 2>/dev/null)" != "$line" ]; then
-  echo "$line" >"$header"
-  touch "$root/Sources/CBuildInfo/build_info.c"
+line="let generatedBuildCommit = \"$commit\""
+if [ "$(cat "$out/GeneratedBuildCommit.swift" 2>/dev/null)" != "$line" ]; then
+  echo "$line" >"$out/GeneratedBuildCommit.swift"
 fi

@@ -17,7 +17,6 @@ swift=${SWIFT:-swift}
 scratch=${DIST_SCRATCH:-.build-dist}
 build=("$swift" build -c release --static-swift-stdlib --scratch-path "$scratch")
 
-scripts/build-info.sh
 version=$(sed -n 's/^#define APNS_VERSION "\(.*\)"$/\1/p' Sources/CBuildInfo/build_info.c)
 [ -n "$version" ] || { echo "dist: no APNS_VERSION in Sources/CBuildInfo/build_info.c" >&2; exit 1; }
 for product in apns-server apns-send apns-mock; do "${build[@]}" --product "$product"; done

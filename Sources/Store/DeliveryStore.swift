@@ -13,7 +13,7 @@
 public protocol DeliveryStore: DeviceRegistry, PreferenceStore, OutboxStore, DeliveryLogStore, RetentionStore,
                                LiveActivityStore, ChannelStore,
                                IdempotencyKeys, ScheduledSends, DeliveryCancellation, WebhookEventStore,
-                               NotificationEventStore, SupportViewStore, FanOutPlans, AuditLogStore {
+                               NotificationEventStore, SupportViewStore, WaitViewStore, FanOutPlans, AuditLogStore {
     /// Creates or upgrades the schema (versioned, idempotent, safe when several
     /// instances start at once).
     func migrate() async throws(StoreError)

@@ -1,4 +1,5 @@
+import BuildCommit
 import CBuildInfo
 
 /// What `--version` prints: the release and the git commit it was built from.
-let buildVersionLine = "\(String(cString: apns_build_version())) (commit \(String(cString: apns_build_commit())))"
+let buildVersionLine = "\(String(cString: apns_build_version())) (commit \(buildCommit))"

@@ -11,7 +11,7 @@ struct APNsServerCommand: AsyncParsableCommand {
         abstract: "The delivery service: HTTP API, durable outbox, APNs workers.",
         discussion: APNsServer.environmentHelp,
         version: apnsServerVersionLine,
-        subcommands: [StoreCommand.self])
+        subcommands: [StoreCommand.self, UserJWTSubcommand.self])
 
     @Option(help: ArgumentHelp("The YAML configuration (required).", valueName: "FILE.yaml"))
     var config: String?

@@ -52,7 +52,8 @@ import Testing
             }
             // "/v1/users/" + id + "/device-tokens" and the like: the user's routes below.
             #expect(paths == ["/v1/stats/deliveries", "/v1/users/", "/v1/notifications/", "/v1/deliveries",
-                              "/v1/notifications", "/v1/deactivated-device-tokens", "/v1/api-key"], "\(paths.sorted())")
+                              "/v1/notifications", "/v1/deactivated-device-tokens", "/v1/scheduled-notifications",
+                              "/v1/api-key"], "\(paths.sorted())")
             for path in paths.filter({ !$0.hasSuffix("/") }).sorted()
                 + ["/v1/notifications/x", "/v1/users/x/device-tokens", "/v1/users/x/push-preferences", "/v1/users/x/deliveries"] {
                 let r = await server.request("GET", path)

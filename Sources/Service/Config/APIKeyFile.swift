@@ -16,8 +16,9 @@ enum APIKeyFile {
 
     static func read(_ path: String, apps configured: [String]) throws(ConfigError) -> [Entry] {
         let text: String
-        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
-            throw ConfigError("api_keys_file: cannot read \(path): \(ServerConfig.why(error))")
+        switch ServerConfig.contents(of: path) {
+        case .success(let bytes): text = String(decoding: bytes, as: UTF8.self)
+        case .failure(let why): throw ConfigError("api_keys_file: cannot read \(path): \(why.message)")
         }
         var entries: [Entry] = []
         for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {

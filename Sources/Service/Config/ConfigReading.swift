@@ -30,10 +30,13 @@ extension ServerConfig {
     /// Reads `path`, applies `environment`'s overrides, loads every referenced file.
     public static func load(path: String, environment: [String: String]) throws(ConfigError) -> ServerConfig {
         let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw ConfigError("cannot read config file \(path): \(Self.why(error))")
+        switch Self.contents(of: path) {
+        case .success(let bytes):
+            guard let valid = String(validating: bytes, as: UTF8.self) else {
+                throw ConfigError("cannot read config file \(path): it is not UTF-8 text")
+            }
+            text = valid
+        case .failure(let why): throw ConfigError("cannot read config file \(path): \(why.message)")
         }
         let root: Node?
         do {
@@ -423,11 +426,11 @@ extension ServerConfig {
     }
 
     static func readSecret(_ path: String) throws(ConfigError) -> [UInt8] {
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw ConfigError("user_jwt_secret_file: cannot read \(path): \(why(error))")
+        var bytes: [UInt8]
+        switch contents(of: path) {
+        case .success(let read): bytes = read
+        case .failure(let why): throw ConfigError("user_jwt_secret_file: cannot read \(path): \(why.message)")
         }
-        var bytes = Array(data)
         while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
         guard bytes.count >= 32 else {
             throw ConfigError("user_jwt_secret_file: the secret in \(path) is shorter than 32 bytes (HS256 wants at least 256 bits)")
@@ -437,11 +440,11 @@ extension ServerConfig {
 
     /// The token of `metrics_token_file`: one line, 16 bytes or more.
     static func readMetricsToken(_ path: String) throws(ConfigError) -> [UInt8] {
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw ConfigError("metrics_token_file: cannot read \(path): \(why(error))")
+        var bytes: [UInt8]
+        switch contents(of: path) {
+        case .success(let read): bytes = read
+        case .failure(let why): throw ConfigError("metrics_token_file: cannot read \(path): \(why.message)")
         }
-        var bytes = Array(data)
         while let last = bytes.last, last == 0x0A || last == 0x0D || last == 0x20 { bytes.removeLast() }
         guard bytes.count >= 16, !bytes.contains(0x0A) else {
             throw ConfigError("metrics_token_file: \(path) must hold one token of 16 characters or more")
@@ -451,6 +454,36 @@ extension ServerConfig {
 
     static func resolve(_ path: String, against base: URL) -> String {
         path.hasPrefix("/") ? path : base.appendingPathComponent(path).standardizedFileURL.path
+    }
+
+    /// Why a file could not be read: the C library's words for `errno`.
+    struct Unreadable: Error {
+        let message: String
+    }
+
+    /// A file's bytes, read with open(2) and read(2) to its end. Foundation's readers
+    /// refuse what is not a regular file ("permission denied" for a readable pipe), and
+    /// `--config <(…)` or a secret from a process substitution is a pipe.
+    static func contents(of path: String, limit: Int = 16 << 20) -> Result<[UInt8], Unreadable> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(Unreadable(message: errnoText(errno))) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return .failure(Unreadable(message: errnoText(errno)))
+            }
+            if n == 0 { return .success(bytes) }
+            bytes.append(contentsOf: chunk[0..<n])
+            guard bytes.count <= limit else { return .failure(Unreadable(message: "larger than \(limit >> 20) MiB")) }
+        }
+    }
+
+    private static func errnoText(_ code: Int32) -> String {
+        code == ENOENT ? "no such file" : code == EACCES ? "permission denied" : String(cString: strerror(code))
     }
 
     static func why(_ error: any Error) -> String {

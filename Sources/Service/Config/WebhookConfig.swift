@@ -132,11 +132,11 @@ extension ServerConfig {
 
     /// A webhook's signing secret: the file's bytes (a trailing newline dropped), 16 or more.
     static func readWebhookSecret(_ path: String, field: String) throws(ConfigError) -> [UInt8] {
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw ConfigError("config: \(field): cannot read \(path): \(why(error))")
+        var bytes: [UInt8]
+        switch contents(of: path) {
+        case .success(let read): bytes = read
+        case .failure(let why): throw ConfigError("config: \(field): cannot read \(path): \(why.message)")
         }
-        var bytes = Array(data)
         while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
         guard bytes.count >= 16 else {
             throw ConfigError("config: \(field): the secret in \(path) is shorter than 16 bytes")

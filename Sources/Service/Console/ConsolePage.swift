@@ -17,6 +17,7 @@ enum ConsolePage {
       <h1><a href="#/notifications">apns-server</a></h1>
       <nav id="nav" hidden>
         <a href="#/notifications">Notifications</a>
+        <a href="#/scheduled">Scheduled</a>
         <a href="#/deactivated">Deactivated tokens</a>
         <a href="#/stats" id="nav-stats">Deliveries chart</a>
         <span id="whoami" class="muted"></span>

@@ -32,13 +32,17 @@ enum ConsoleScript {
         for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
         return node;
       };
-      const time = (iso) => iso ? new Date(iso).toLocaleString() : "—";
+      // Every time in UTC, the zone named: "2026-06-01 07:00 UTC" (the reader's own
+      // zone is not the user's, and a bare time says neither).
+      const time = (iso) => iso ? new Date(iso).toISOString().slice(0, 16).replace("T", " ") + " UTC" : "—";
       const short = (token) => token && token.length > 16 ? token.slice(0, 8) + "…" + token.slice(-6) : (token || "");
       const link = (hash, text) => el("a", { href: hash }, text);
       const userLink = (id) => link("#/user/" + encodeURIComponent(id), id);
       const notificationLink = (id) => link("#/notification/" + encodeURIComponent(id), id);
       const apnsLink = (id) => link("#/apns/" + encodeURIComponent(id), id);
       const stateCell = (state) => el("span", { class: "state-" + state }, state);
+      // A delivery's state, and for a pending one why it waits and until when.
+      const deliveryState = (d) => [stateCell(d.state), waitingNote(d.waiting, d.attempts)];
 
       function table(id, columns, rows) {
         return el("table", { id },
@@ -149,6 +153,7 @@ enum ConsoleScript {
             case "notification": await notificationPage(arg); break;
             case "apns": await apnsPage(arg); break;
             case "deactivated": await deactivatedPage(); break;
+            case "scheduled": await scheduledPage(); break;
             case "stats": await statsPage(); break;
             default: await notificationsPage();
           }
@@ -168,6 +173,7 @@ enum ConsoleScript {
           api("/v1/users/" + q + "/push-preferences"),
           api("/v1/users/" + q + "/deliveries?limit=20"),
         ]);
+        if (isUnknownUser(devices, preferences, deliveries)) { noSuchUser(id); return; }
         const result = el("div", { id: "test-result", class: "test-result", "aria-live": "polite" });
         const rows = devices.tokens.map((d) => [
           d.app_type, d.environment, d.platform, d.device_name || "—",
@@ -200,7 +206,7 @@ enum ConsoleScript {
 
       function renderUserDeliveries(container, id, page) {
         const rows = page.deliveries.map((d) => [time(d.timestamp || d.finished_at), notificationLink(d.notification_id),
-          stateCell(d.state), d.status === null ? "—" : String(d.status), d.reason || "—",
+          deliveryState(d), d.status === null ? "—" : String(d.status), d.reason || "—",
           el("span", { class: "mono" }, short(d.token)), apnsLink(d.apns_id)]);
         if (!container.firstChild) {
           container.append(rows.length ? table("user-deliveries",
@@ -264,18 +270,18 @@ enum ConsoleScript {
                                + (after ? "&after=" + encodeURIComponent(after) : ""));
         const header = [el("h2", {}, "Notification ", el("span", { class: "mono" }, id))];
         if (data.state) {
-          view().replaceChildren(...header, el("div", { class: "card" }, "Scheduled: " + data.state
-            + (data.send_at ? ", to be sent " + time(data.send_at) : "")));
+          view().replaceChildren(...header, scheduledCard(data));
           return;
         }
         const columns = ["User", "Environment", "Token", "State", "Status", "Reason", "Attempts", "Finished", "apns-id"];
         const rows = data.deliveries.map((d) => [userLink(d.user_id), d.environment, el("span", { class: "mono" }, short(d.token)),
-          stateCell(d.state), d.status === null ? "—" : String(d.status), d.reason || "—", String(d.attempts),
+          deliveryState(d), d.status === null ? "—" : String(d.status), d.reason || "—", String(d.attempts),
           time(d.finished_at), apnsLink(d.apns_id)]);
         view().replaceChildren(...header,
           el("div", { class: "card" }, el("p", {}, "Type ", el("b", {}, data.type),
-            data.entity_id ? " · entity " + data.entity_id : "", " · created " + time(data.created_at)),
-            summaryCounts(data.summary)),
+            data.entity_id ? " · entity " + data.entity_id : "", " · created " + time(data.created_at),
+            data.sent_at ? " · sent " + time(data.sent_at) : ""),
+            contentBlock(data.content), summaryCounts(data.summary)),
           el("h3", {}, "Deliveries" + (after ? " (a later page)" : "")),
           rows.length ? table("deliveries", columns, rows) : el("p", { class: "muted" }, "No deliveries."),
           data.next ? el("button", { type: "button", class: "more secondary", id: "next-page",
@@ -287,7 +293,7 @@ enum ConsoleScript {
         $("lookup-value").value = id;
         const d = await api("/v1/deliveries?apns_id=" + encodeURIComponent(id));
         const facts = [["Notification", notificationLink(d.notification_id)], ["User", userLink(d.user_id)],
-          ["Token", el("span", { class: "mono" }, d.token)], ["Environment", d.environment], ["State", stateCell(d.state)],
+          ["Token", el("span", { class: "mono" }, d.token)], ["Environment", d.environment], ["State", deliveryState(d)],
           ["APNs status", d.status === null ? "—" : String(d.status)], ["Reason", d.reason || "—"],
           ["Attempts", String(d.attempts)], ["APNs timestamp", time(d.timestamp)], ["Finished", time(d.finished_at)]];
         if (d.received_at !== undefined) facts.push(["Received", time(d.received_at)], ["Opened", time(d.opened_at)]);
@@ -333,6 +339,90 @@ enum ConsoleScript {
         if (old) old.remove();
         if (next) container.append(el("button", { type: "button", class: "more secondary",
           onclick: () => list.next(next, container).catch(showError) }, list.more));
+      }
+
+      // Why a pending delivery (or a scheduled notification) has not gone, as the API's
+      // `waiting` says it: quiet hours in the user's own clock and zone as well as UTC.
+      function waitingText(w, attempts) {
+        switch (w.reason) {
+          case "quiet_hours": return "quiet hours until " + w.local_until + " " + w.time_zone + " (" + time(w.until) + ")";
+          case "batching": return "batching window until " + time(w.until);
+          case "retry_backoff": return "retry backoff after " + attempts + (attempts === 1 ? " attempt" : " attempts")
+            + ", next try " + time(w.until);
+          case "scheduled": return "scheduled for " + time(w.until);
+          case "sending": return "being sent now";
+          case "due": return "due since " + time(w.since);
+          case "late": return "late: due since " + time(w.since) + ", still in the outbox";
+          default: return w.reason;
+        }
+      }
+
+      function waitingNote(w, attempts) {
+        return w ? el("span", { class: "waiting", "data-reason": w.reason }, waitingText(w, attempts)) : null;
+      }
+
+      // What a notification says: its alert and the entity it is about.
+      function contentBlock(c) {
+        if (!c) return null;
+        return el("dl", { class: "prefs content", id: "content" },
+          el("dt", {}, "Title"), el("dd", { class: "content-title" }, c.title === null ? "—" : c.title),
+          el("dt", {}, "Body"), el("dd", { class: "content-body" }, c.body === null ? "—" : c.body),
+          c.entity_type || c.entity_title ? [el("dt", {}, "Entity"),
+            el("dd", {}, [c.entity_type, c.entity_title].filter((x) => x).join(": "))] : null);
+      }
+
+      // No token, no delivery and no saved preference: the server has never seen the
+      // id (its preferences would read as the defaults, as if chosen).
+      function isUnknownUser(devices, preferences, deliveries) {
+        return devices.tokens.length === 0 && deliveries.deliveries.length === 0 && preferences.saved === false;
+      }
+
+      function noSuchUser(id) {
+        view().replaceChildren(el("h2", {}, "User ", el("span", { class: "mono" }, id)),
+          el("p", { class: "error", id: "no-such-user" }, "No such user: no device token, delivery or saved preference has this id."));
+      }
+
+      // Cancels a scheduled notification; the button's row (or card) shows the result.
+      function cancelButton(id, stateNode, after) {
+        const button = el("button", { type: "button", class: "cancel secondary", "data-notification": id,
+          onclick: async () => {
+            button.disabled = true;
+            showError(null);
+            try {
+              const done = await api("/v1/notifications/" + encodeURIComponent(id), { method: "DELETE" });
+              stateNode.textContent = done.state || "cancelled";
+              stateNode.className = "state-" + (done.state || "cancelled");
+              button.remove();
+              if (after) after();
+            } catch (error) { button.disabled = false; showError(error); }
+          } }, "Cancel");
+        return button;
+      }
+
+      // A scheduled notification not fanned out (or never to be).
+      function scheduledCard(data) {
+        const state = stateCell(data.state);
+        const note = waitingNote(data.waiting, 0);
+        return el("div", { class: "card", id: "scheduled-notification" },
+          el("p", {}, "Scheduled: ", state, " · type ", el("b", {}, data.type),
+            data.app_type ? " · app " + data.app_type : "", " · to be sent " + time(data.send_at),
+            " · asked for " + time(data.created_at)),
+          note ? el("p", {}, note) : null,
+          contentBlock(data.content),
+          data.state === "scheduled" && may("send") ? cancelButton(data.notification_id, state, () => { if (note) note.remove(); }) : null);
+      }
+
+      async function scheduledPage(after, into) {
+        const data = await api("/v1/scheduled-notifications?limit=50" + (after ? "&after=" + encodeURIComponent(after) : ""));
+        const columns = ["Send at", "Notification", "Type", "App", "Title", "Asked for", "State", ""];
+        const rows = data.notifications.map((n) => {
+          const state = stateCell(n.state);
+          return [time(n.send_at), notificationLink(n.notification_id), n.type, n.app_type,
+            n.content && n.content.title ? n.content.title : "—", time(n.created_at), state,
+            n.state === "scheduled" && may("send") ? cancelButton(n.notification_id, state) : ""];
+        });
+        showPage(into, data.next, rows, { title: "Scheduled notifications still to go", name: "scheduled", columns,
+          empty: "No scheduled notification is waiting.", more: "More scheduled notifications", next: scheduledPage });
       }
 
       // The last hour from the server's own counters, redrawn every 5 s.

@@ -60,6 +60,10 @@ enum ConsoleStyle {
     .legend { display: flex; gap: 16px; font-size: 13px; }
     .legend .ok { color: var(--ok); } .legend .bad { color: var(--bad); }
     .more { margin: 10px 0; }
+    .waiting { display: block; font-size: 13px; color: var(--wait); }
+    .state-cancelled, .state-superseded, .state-batched { color: var(--muted); font-weight: 600; }
+    .state-scheduled { color: var(--wait); font-weight: 600; }
+    dl.content { margin: 8px 0; }
 
     /* A phone: tables become one card per row, each cell labelled. */
     @media (max-width: 720px) {

@@ -182,8 +182,8 @@ struct FanOut: Sendable {
         }
         var expiration: Int64?
         if let e = body["expiration"], !e.isNull {
-            guard let n = e.intValue, n >= 0 else { throw .badRequest("expiration must be a UNIX time in seconds, 0 or more") }
-            expiration = Int64(n)
+            guard let n = e.integralValue, n >= 0 else { throw .badRequest("expiration must be a UNIX time in seconds, 0 or more") }
+            expiration = n
         }
         let collapseID = try optionalString(body, "collapse_id", controlCharacters: false)
 

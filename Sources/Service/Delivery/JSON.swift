@@ -34,6 +34,24 @@ enum JSON: Sendable, Equatable {
         return Int(text)
     }
 
+    /// A whole number however it is written: `1282`, `1282.0`, `1.282e3`. JSON Schema's
+    /// "integer" (the OpenAPI document's `UnixSeconds`) is any number without a
+    /// fraction, whatever its spelling, so the server takes what the document allows.
+    /// Nil for a fraction, or beyond ±`integralLimit` (the document's maximum).
+    var integralValue: Int64? {
+        guard case .number(let text) = self else { return nil }
+        let n: Int64
+        if let exact = Int64(text) {
+            n = exact
+        } else {
+            guard let d = Double(text), d.isFinite, d == d.rounded(), abs(d) <= Double(Self.integralLimit) else { return nil }
+            n = Int64(d)
+        }
+        return (-Self.integralLimit...Self.integralLimit).contains(n) ? n : nil
+    }
+
+    static let integralLimit: Int64 = 9_200_000_000_000_000_000
+
     // MARK: Writing
 
     /// Compact text (no insignificant white space).

@@ -80,8 +80,8 @@ struct LiveActivitySend: Sendable {
         }
         var expiration: Int64?
         if let e = body["expiration"], !e.isNull {
-            guard let n = e.intValue, n >= 0 else { throw .badRequest("expiration must be a UNIX time in seconds, 0 or more") }
-            expiration = Int64(n)
+            guard let n = e.integralValue, n >= 0 else { throw .badRequest("expiration must be a UNIX time in seconds, 0 or more") }
+            expiration = n
         }
         let payload = Payload(aps: APS(liveActivity: activity))
         // The engine's own check, now, so that the worker can never refuse it.
@@ -175,8 +175,8 @@ struct LiveActivitySend: Sendable {
 
     static func seconds(_ body: JSON, _ key: String) throws(APIError) -> Int64? {
         guard let v = body[key], !v.isNull else { return nil }
-        guard let n = v.intValue, n >= 0 else { throw .badRequest("\(key) must be a UNIX time in seconds") }
-        return Int64(n)
+        guard let n = v.integralValue, n >= 0 else { throw .badRequest("\(key) must be a UNIX time in seconds") }
+        return n
     }
 
     static func number(_ body: JSON, _ key: String) throws(APIError) -> Double? {

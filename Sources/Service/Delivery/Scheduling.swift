@@ -57,7 +57,7 @@ struct Scheduling: Sendable {
 
     /// A schedule as `GET /v1/notifications/{id}` shows it before it is sent (or
     /// once it never will be: cancelled, superseded, failed).
-    static func json(_ row: ScheduleRow) -> JSON {
+    static func json(_ row: ScheduleRow, now: Int64) -> JSON {
         var members: [(String, JSON)] = [
             ("notification_id", .string(row.schedule.id)),
             ("type", .string(row.schedule.type)),
@@ -71,7 +71,37 @@ struct Scheduling: Sendable {
         if let error = row.error { members.append(("error", .string(error))) }
         members.append(("summary", .object([("pending", .int(0)), ("delivered", .int(0)), ("failed", .int(0))])))
         members.append(("deliveries", .array([])))
+        members.append(contentsOf: extra(row, now: now))
         return .object(members)
+    }
+
+    /// One of `GET /v1/scheduled-notifications`' items: the schedule as
+    /// `GET /v1/notifications/{id}` shows it, less the (empty) summary and deliveries.
+    static func listItem(_ row: ScheduleRow, now: Int64) -> JSON {
+        guard case .object(let members) = json(row, now: now) else { return .null }
+        return .object(members.filter { $0.0 != "summary" && $0.0 != "deliveries" })
+    }
+
+    /// What support reads beside a schedule's own fields: its app, what it will say,
+    /// and, while it waits, why and until when (see `Waiting`).
+    static func extra(_ row: ScheduleRow, now: Int64) -> [(String, JSON)] {
+        var members: [(String, JSON)] = [("app_type", .string(row.schedule.appType))]
+        if let content = NotificationContent.json(request: row.schedule.request) { members.append(("content", content)) }
+        if let waiting = waiting(row, now: now) { members.append(("waiting", waiting.json)) }
+        return members
+    }
+
+    /// `scheduled` until its time; past it and not yet taken by a worker, `due`, or
+    /// `late` once the outbox would call a delivery late. Nil once a worker has it
+    /// (`sending`: its state says so) and once final.
+    static func waiting(_ row: ScheduleRow, now: Int64) -> Waiting? {
+        let sendAt = row.schedule.sendAt
+        switch row.state {
+        case "scheduled":
+            if sendAt > now { return Waiting(reason: .scheduled, at: sendAt) }
+            return Waiting(reason: now - sendAt > Waiting.lateAfterMillis ? .late : .due, at: sendAt)
+        default: return nil
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 /// checked and stored at once, fanned out by a worker when it is due, so that
 /// preferences, quiet hours and batching are decided at send time, against the
 /// devices registered then. Its id becomes the notification's id.
-public struct NewSchedule: Sendable, Equatable {
+public struct NewSchedule: Sendable, Hashable {
     public var id: String
     /// `notification` or `live_activity`: which route's request `request` is.
     public var kind: String
@@ -30,7 +30,7 @@ public struct NewSchedule: Sendable, Equatable {
 /// A schedule as stored. `state`: `scheduled` (waiting), `sending` (a worker holds
 /// it), `sent` (its notification exists), `cancelled`, `superseded` (by
 /// `supersededBy`) or `failed` (its request no longer checks: `error`).
-public struct ScheduleRow: Sendable, Equatable {
+public struct ScheduleRow: Sendable, Hashable {
     public var schedule: NewSchedule
     public var createdAt: Int64
     public var state: String

@@ -532,9 +532,10 @@ enum OpenAPIDocument {
           {"name": "app_type", "in": "query", "schema": {"$ref": "#/components/schemas/AppType"}}],
         "responses": {
           "200": {"description": "Preferences by app.", "content": {"application/json": {
-            "schema": {"type": "object", "required": ["user_id", "preferences"], "properties": {
+            "schema": {"type": "object", "required": ["user_id", "preferences", "saved"], "properties": {
               "user_id": {"type": "string"},
-              "preferences": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/Preferences"}}}}}}},
+              "preferences": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/Preferences"}},
+              "saved": {"type": "boolean", "description": "Whether the user saved any preference in these apps: without one, `preferences` are the defaults."}}}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
@@ -576,6 +577,25 @@ enum OpenAPIDocument {
             "links": {"readDelivery": {"operationId": "getDelivery", "parameters": {"apns_id": "$response.body#/apns_id"}}}},
           "404": {"$ref": "#/components/responses/NotFound"},
           "409": {"$ref": "#/components/responses/Conflict"},
+          "503": {"$ref": "#/components/responses/Busy"}
+        }
+      }
+    },
+    "/v1/scheduled-notifications": {
+      "get": {
+        "operationId": "listScheduledNotifications", "tags": ["support"], "summary": "Scheduled notifications still to go, soonest first.",
+        "description": "Those waiting for their `send_at` (and any a worker is fanning out now), of one app or all. Cancel one with `DELETE /v1/notifications/{id}`.",
+        "security": [{"apiKey": []}],
+        "parameters": [
+          {"name": "app_type", "in": "query", "schema": {"$ref": "#/components/schemas/AppType"}},
+          {"$ref": "#/components/parameters/SupportLimit"}, {"$ref": "#/components/parameters/TimeAfter"}],
+        "responses": {
+          "200": {"description": "A page of scheduled notifications.", "content": {"application/json": {
+            "schema": {"type": "object", "required": ["notifications"], "properties": {
+              "notifications": {"type": "array", "items": {"$ref": "#/components/schemas/ScheduledNotification"}},
+              "next": {"$ref": "#/components/schemas/TimeCursor"}}},
+            "example": {"notifications": [{"notification_id": "6f0b8c2e-3d1a-4b5c-9e7f-1a2b3c4d5e6f", "type": "eventReminder", "state": "scheduled", "send_at": "2026-03-08T09:00:00.000Z", "created_at": "2026-03-07T18:00:00.000Z", "schedule_key": "reminder-tour-1", "app_type": "travel", "content": {"title": "Tomorrow", "body": "Walking tour at 09:00", "entity_type": null, "entity_title": null}, "waiting": {"reason": "scheduled", "until": "2026-03-08T09:00:00.000Z"}}]}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
           "503": {"$ref": "#/components/responses/Busy"}
         }
       }
@@ -744,7 +764,7 @@ enum OpenAPIDocument {
       "PushToken": {"type": "string", "pattern": "^([0-9A-Fa-f]{2}){32,100}$", "description": "64 to 200 hex digits; stored in lower case."},
       "ShortText": {"type": ["string", "null"], "maxLength": 256},
       "Text": {"type": ["string", "null"], "maxLength": 1024},
-      "UnixSeconds": {"type": ["integer", "null"], "minimum": 0},
+      "UnixSeconds": {"type": ["integer", "null"], "minimum": 0, "maximum": 9200000000000000000, "description": "Whole seconds since 1970, however the number is written (1282, 1282.0 or 1.282e3)."},
       "Time": {"anyOf": [{"type": "string", "format": "date-time", "maxLength": 64}, {"type": "number", "minimum": 0, "exclusiveMaximum": 100000000000}, {"type": "null"}], "description": "RFC 3339 (ISO-8601 with its offset as ±HH:MM or Z, 1970 or later, a real date), or UNIX seconds."},
       "UserIDs": {"type": ["array", "null"], "minItems": 1, "maxItems": 10000, "items": {"$ref": "#/components/schemas/Identifier"}},
       "DeviceTokenBody": {"type": "object", "required": ["deviceToken"], "properties": {"deviceToken": {"$ref": "#/components/schemas/PushToken"}}},
@@ -827,14 +847,35 @@ enum OpenAPIDocument {
         "timestamp": {"$ref": "#/components/schemas/Timestamp"}, "attempts": {"type": "integer", "minimum": 0},
         "finished_at": {"$ref": "#/components/schemas/Timestamp"},
         "not_before": {"$ref": "#/components/schemas/Timestamp"}, "batched": {"type": "integer"}, "carried_by": {"type": "string"},
-        "received_at": {"$ref": "#/components/schemas/Timestamp"}, "opened_at": {"$ref": "#/components/schemas/Timestamp"}}},
+        "received_at": {"$ref": "#/components/schemas/Timestamp"}, "opened_at": {"$ref": "#/components/schemas/Timestamp"},
+        "waiting": {"$ref": "#/components/schemas/Waiting"}}},
+      "Waiting": {"type": "object", "required": ["reason"], "description": "Why a pending delivery (or a scheduled notification) has not gone yet, derived from the outbox, the delivery's attempts and batching, and the user's saved time zone and quiet hours. `sending`: a worker holds it `until` its lease ends. `quiet_hours`: held `until` the user's quiet hours end, `local_until` in `time_zone` (the user's zone). `batching`: a batching window's send, `until` the window closes. `retry_backoff`: no final answer yet, tried again `until` then (`attempts` counts the tries). `scheduled`: a scheduled notification, `until` its `send_at`. `due`: may go now, due `since`. `late`: due `since` more than a minute ago: the outbox keeps it past its time (no worker running, or one falling behind).", "properties": {
+        "reason": {"enum": ["sending", "quiet_hours", "batching", "retry_backoff", "scheduled", "due", "late"]},
+        "until": {"$ref": "#/components/schemas/Timestamp"},
+        "since": {"$ref": "#/components/schemas/Timestamp"},
+        "local_until": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$", "description": "Quiet hours only: the end as the user's clock reads it, HH:mm."},
+        "time_zone": {"type": "string", "description": "Quiet hours only: the user's IANA time zone."}}},
+      "NotificationContent": {"type": "object", "required": ["title", "body", "entity_type", "entity_title"], "description": "What the notification says: its alert's title and body (a string alert is a body), and the entity it is about, as its payload (or a scheduled one's request) has them.", "properties": {
+        "title": {"type": ["string", "null"]}, "body": {"type": ["string", "null"]},
+        "entity_type": {"type": ["string", "null"]}, "entity_title": {"type": ["string", "null"]}}},
+      "ScheduledNotification": {"type": "object", "required": ["notification_id", "type", "state", "send_at", "created_at", "app_type"], "properties": {
+        "notification_id": {"type": "string"}, "type": {"type": "string"},
+        "state": {"enum": ["scheduled", "sending"]},
+        "send_at": {"$ref": "#/components/schemas/Timestamp"}, "created_at": {"$ref": "#/components/schemas/Timestamp"},
+        "schedule_key": {"type": "string"}, "app_type": {"type": "string"},
+        "content": {"$ref": "#/components/schemas/NotificationContent"},
+        "waiting": {"$ref": "#/components/schemas/Waiting"}}},
       "NotificationLog": {"type": "object", "required": ["notification_id", "type", "summary", "deliveries"], "properties": {
         "notification_id": {"type": "string"}, "type": {"type": "string"},
         "entity_id": {"type": ["string", "null"]},
         "state": {"type": "string", "description": "Scheduled notifications only: scheduled, cancelled, superseded, failed."},
         "send_at": {"$ref": "#/components/schemas/Timestamp"}, "schedule_key": {"type": "string"},
         "superseded_by": {"type": "string"}, "finished_at": {"$ref": "#/components/schemas/Timestamp"}, "error": {"type": "string"},
-        "created_at": {"$ref": "#/components/schemas/Timestamp"},
+        "created_at": {"$ref": "#/components/schemas/Timestamp", "description": "When it was asked for (a scheduled one: the request's time, not its send time)."},
+        "sent_at": {"$ref": "#/components/schemas/Timestamp", "description": "A scheduled notification that went: when it was fanned out."},
+        "app_type": {"type": "string", "description": "Scheduled notifications not fanned out: their app."},
+        "content": {"$ref": "#/components/schemas/NotificationContent"},
+        "waiting": {"$ref": "#/components/schemas/Waiting"},
         "summary": {"type": "object", "required": ["pending", "delivered", "failed"], "additionalProperties": {"type": "integer", "minimum": 0}},
         "deliveries": {"type": "array", "items": {"$ref": "#/components/schemas/Delivery"}},
         "next": {"$ref": "#/components/schemas/Cursor"}}},

@@ -159,7 +159,7 @@ struct BackendRoutes: Sendable {
         let now = clock.nowMillis
         if let row = try await store.cancelSchedule(id: id, now: now) {
             switch row.state {
-            case "cancelled": return JSONResponse.ok(Scheduling.json(row))
+            case "cancelled": return JSONResponse.ok(Scheduling.json(row, now: now))
             case "sent": break
             case "superseded": throw APIError.conflict("the notification was superseded by \(row.supersededBy ?? "a newer one") (same schedule_key): cancel that one")
             case "failed": throw APIError.conflict("the notification failed at its time: \(row.error ?? "refused")")
@@ -214,20 +214,27 @@ struct BackendRoutes: Sendable {
             throw APIError.notFound("notification not found")
         }
         try context.authorize(app: appType)
-        let body = try await BackendRoutes.notificationJSON(store, id: id, limit: limit, after: after)
+        let body = try await BackendRoutes.notificationJSON(store, id: id, limit: limit, after: after, now: clock.nowMillis)
         guard let body else {
             // Scheduled: not fanned out yet, or never to be (cancelled, superseded).
-            if let row = try await store.scheduled(id: id), row.state != "sent" { return JSONResponse.ok(Scheduling.json(row)) }
+            if let row = try await store.scheduled(id: id), row.state != "sent" {
+                return JSONResponse.ok(Scheduling.json(row, now: clock.nowMillis))
+            }
             throw APIError.notFound("notification not found")
         }
         return JSONResponse.ok(body)
     }
 
-    static func notificationJSON(_ store: any DeliveryStore, id: String, limit: Int, after: Int64?) async throws -> JSON? {
+    static func notificationJSON(_ store: any DeliveryStore, id: String, limit: Int, after: Int64?,
+                                 now: Int64) async throws -> JSON? {
         do {
             guard let view = try await store.notification(id: id, limit: limit, after: after) else { return nil }
             let engagement = try await store.notificationEngagement(notificationID: id, apnsIDs: view.deliveries.map(\.apnsID))
-            return json(view, engagement: engagement)
+            let waits = try await Waiting.lookUp(view.deliveries, in: store, now: now)
+            let content = try await store.notificationPayload(id: id).flatMap(NotificationContent.json(payload:))
+            // A scheduled notification keeps the time it was asked for; it went at `sent_at`.
+            let schedule = try await store.scheduled(id: id)
+            return json(view, engagement: engagement, waits: waits, content: content, schedule: schedule)
         } catch {
             throw error
         }
@@ -235,15 +242,24 @@ struct BackendRoutes: Sendable {
 
     // Built outside the async handler: Swift 6.3's optimizer crashed splitting the
     // handler's coroutine with this literal inside it (release builds only).
-    static func json(_ view: NotificationView, engagement: NotificationEngagement = NotificationEngagement()) -> JSON {
-        .object([
+    static func json(_ view: NotificationView, engagement: NotificationEngagement = NotificationEngagement(),
+                     waits: [String: Waiting] = [:], content: JSON? = nil, schedule: ScheduleRow? = nil) -> JSON {
+        var members: [(String, JSON)] = [
             ("notification_id", .string(view.id)),
             ("type", .string(view.type)),
             ("entity_id", view.entityID.map(JSON.string) ?? .null),
-            ("created_at", Timestamp.json(view.createdAt)),
+            ("created_at", Timestamp.json(schedule?.createdAt ?? view.createdAt)),
             ("summary", summary(view.counts, engagement: engagement)),
-            ("deliveries", .array(view.deliveries.map { BackendRoutes.json($0, reported: engagement.times[$0.apnsID]) })),
-        ] + (view.next.map { [("next", JSON.string(String($0)))] } ?? []))
+            ("deliveries", .array(view.deliveries.map {
+                BackendRoutes.json($0, reported: engagement.times[$0.apnsID], waiting: waits[$0.apnsID])
+            })),
+        ] + (view.next.map { [("next", JSON.string(String($0)))] } ?? [])
+        if let content { members.append(("content", content)) }
+        if let schedule {
+            members.append(("send_at", Timestamp.json(schedule.schedule.sendAt)))
+            members.append(("sent_at", Timestamp.json(view.createdAt)))
+        }
+        return .object(members)
     }
 
     /// A notification's deliveries counted by state (all of them, not one page's).
@@ -276,13 +292,15 @@ struct BackendRoutes: Sendable {
         try context.authorize(app: view.appType)
         let reported = try await store.notificationEngagement(notificationID: view.notificationID,
                                                               apnsIDs: [view.apnsID]).times[view.apnsID]
-        guard case .object(let members) = BackendRoutes.json(view, reported: reported) else {
+        let waiting = try await Waiting.lookUp([view], in: store, now: clock.nowMillis)[view.apnsID]
+        guard case .object(let members) = BackendRoutes.json(view, reported: reported, waiting: waiting) else {
             return JSONResponse.ok(BackendRoutes.json(view))
         }
         return JSONResponse.ok(.object([("notification_id", .string(view.notificationID))] + members))
     }
 
-    static func json(_ d: DeliveryView, reported: (receivedAt: Int64?, openedAt: Int64?)? = nil) -> JSON {
+    static func json(_ d: DeliveryView, reported: (receivedAt: Int64?, openedAt: Int64?)? = nil,
+                     waiting: Waiting? = nil) -> JSON {
         var members: [(String, JSON)] = [
             ("user_id", .string(d.userID)),
             ("token", .string(d.token)),
@@ -304,6 +322,8 @@ struct BackendRoutes: Sendable {
             members.append(("received_at", Timestamp.json(reported.receivedAt)))
             members.append(("opened_at", Timestamp.json(reported.openedAt)))
         }
+        // Why a pending one has not gone yet, and until when.
+        if let waiting { members.append(("waiting", waiting.json)) }
         return .object(members)
     }
 }

@@ -23,6 +23,7 @@ struct SupportRoutes: Sendable {
         read.get("users/:user_id/push-preferences", use: preferences)
         read.get("users/:user_id/deliveries", use: deliveries)
         read.get("notifications", use: notifications)
+        read.get("scheduled-notifications", use: scheduled)
         read.get("deactivated-device-tokens", use: deactivated)
         read.get("stats/deliveries", use: stats)
         router.group("v1").add(middleware: APIKeyMiddleware(auth: auth, permission: .testPush))
@@ -52,11 +53,17 @@ struct SupportRoutes: Sendable {
             apps = [app]
         }
         var members: [(String, JSON)] = []
+        var anySaved = false
         for app in apps {
             let saved = try await store.preferences(userID: user, appType: app.appType)
+            anySaved = anySaved || !saved.isEmpty
             members.append((app.appType, UserRoutes.preferencesJSON(app, saved)))
         }
-        return JSONResponse.ok(.object([("user_id", .string(user)), ("preferences", .object(members))]))
+        // Unsaved preferences read as the defaults: `saved` tells them apart from a
+        // user who chose those values (and, with no token and no delivery, from an
+        // id the server has never seen).
+        return JSONResponse.ok(.object([("user_id", .string(user)), ("preferences", .object(members)),
+                                        ("saved", .bool(anySaved))]))
     }
 
     @Sendable func deliveries(_ request: Request, context: ServiceContext) async throws -> Response {
@@ -70,10 +77,11 @@ struct SupportRoutes: Sendable {
             before = nil
         }
         let page = try await store.userDeliveries(userID: user, limit: limit, before: before)
+        let waits = try await Waiting.lookUp(page.items, in: store, now: clock.nowMillis)
         // A page may come back short for a key limited to some apps; `next` still
         // follows the whole log, so the pages add up.
         let items: [JSON] = page.items.filter { context.sees(app: $0.appType) }.map { d in
-            guard case .object(let members) = BackendRoutes.json(d) else { return .null }
+            guard case .object(let members) = BackendRoutes.json(d, waiting: waits[d.apnsID]) else { return .null }
             return .object([("notification_id", .string(d.notificationID))] + members)
         }
         return JSONResponse.ok(.object([("user_id", .string(user)), ("deliveries", .array(items))]
@@ -94,6 +102,25 @@ struct SupportRoutes: Sendable {
             ])
         }
         return JSONResponse.ok(.object([("notifications", .array(items))]
+            + (page.next.map { [("next", JSON.string($0.text))] } ?? [])))
+    }
+
+    /// `?app_type=` (one app, else all), `?limit=`, `?after=`: the scheduled
+    /// notifications still to go, soonest first; each is cancelled with
+    /// `DELETE /v1/notifications/{id}`.
+    @Sendable func scheduled(_ request: Request, context: ServiceContext) async throws -> Response {
+        let query = request.uri.queryParameters
+        let (limit, after) = try Self.page(query)
+        var appType: String?
+        if let name = query["app_type"] {
+            guard config.app(String(name)) != nil else { throw APIError.badRequest("unknown app_type") }
+            try context.authorize(app: String(name))
+            appType = String(name)
+        }
+        let page = try await store.upcomingSchedules(appType: appType, limit: limit, after: try Self.cursor(after))
+        let now = clock.nowMillis
+        let items = page.items.filter { context.sees(app: $0.schedule.appType) }
+        return JSONResponse.ok(.object([("notifications", .array(items.map { Scheduling.listItem($0, now: now) }))]
             + (page.next.map { [("next", JSON.string($0.text))] } ?? [])))
     }
 
