@@ -46,8 +46,12 @@ import TestSupport
                 return all
             }
             try await held.value
-            #expect(answers.allSatisfy { $0.status == 202 }, "\(answers.map(\.status))")
-            #expect(Set(answers.map(\.body)).count == 1, "every duplicate gets the first answer")
+            // Each duplicate gets the first answer, or (on a machine so loaded that the
+            // first takes longer than a duplicate waits) a 409 to retry: never a second
+            // notification.
+            let accepted = answers.filter { $0.status == 202 }
+            #expect(!accepted.isEmpty && Set(accepted.map(\.body)).count == 1, "\(answers.map(\.status))")
+            #expect(answers.allSatisfy { $0.status == 202 || $0.status == 409 }, "\(answers.map(\.status))")
             // Polling every 25 ms, ten duplicates over ~3.5 s would claim ~1,400 times;
             // backing off to a second, a few dozen.
             let claims = try #require(try await db.scalar("SELECT n FROM claims"))
