@@ -6,6 +6,8 @@
 #                loopback, never to Apple (check-demo-config.sh)
 #   build        swift build --build-tests (debug)
 #   tests        the suite, less the engine's races and its fault matrix (ALONE)
+#   guide        the commands of docs/getting-started-service.md and README.md as pasted,
+#                with the debug build (check-service-guide.sh): seconds, after the suite
 #   checks-build the fuzz harnesses and the sanitized build (fuzz.sh and sanitize.sh
 #                --build-only), then the DocC catalogs (phase docs below), compiled beside
 #                the build and the suite at the lowest CPU priority
@@ -81,6 +83,10 @@ scripts/timed.sh tests timeout 1200 "${tests[@]}" --skip "$alone"
 status=$?
 pkill -9 -f "^$root/\\.build/[^ ]*/apns-(server|server-testclock|mock) " || true
 [ $status = 0 ] || failed tests
+
+# The guides' commands, in one shell on a copy of the clone, the built binaries as $bin:
+# a few seconds (PostgreSQL's initdb the most of them), and no server of the suite's left.
+scripts/timed.sh guide scripts/check-service-guide.sh .build/debug || failed guide
 
 # schemathesis runs while the checks' build finishes: it needs none of it, its budget is
 # its time, and those compilers at nice 19 give way to it.
