@@ -7,9 +7,9 @@ import TestSupport
 /// binary on a test clock: a delivery held by quiet hours shows the reason and the
 /// user's local end; a scheduled notification shows its time, in UTC with the zone
 /// named, and a cancel button that cancels it; an id the server never saw is "no
-/// such user". The screenshots go to docs/ for the README.
+/// such user". The screenshots are kept beside the other console tests' for review
+/// (a test never writes into the tree: docs/ holds copies chosen by hand).
 @Suite struct ConsoleWaitBrowserTests {
-    static let docs = Package.root.appendingPathComponent("docs").path
 
     @Test func theConsoleExplainsAWait() async throws {
         // 23:00 in Lisbon: inside the user's quiet hours (22:00 to 07:00).
@@ -25,9 +25,10 @@ import TestSupport
         #expect(scheduled.status == 202, "\(scheduled.body)")
         let scheduledID = try #require(scheduled.json["notification_id"] as? String)
 
+        try FileManager.default.createDirectory(atPath: ConsoleBrowserTests.screenshots, withIntermediateDirectories: true)
         let driver = try await WebDriver.start(width: 1440, height: 900)
         do {
-            let shot = { (name: String) in try await driver.screenshot(to: Self.docs + "/\(name).png") }
+            let shot = { (name: String) in try await driver.screenshot(to: ConsoleBrowserTests.screenshots + "/\(name).png") }
             try await driver.open("http://127.0.0.1:\(server.port)/console")
             try await driver.waitFor("the sign-in form", "return !document.getElementById('signin').hidden")
             try await driver.type("#key", Harness.apiKey)
