@@ -29,7 +29,7 @@ struct SchemaStep: Sendable {
 /// - `device_use` is when each device was last delivered to (`devices.last_used_at`
 ///   is no longer used); `device_changes` counts changes to the facts a fan-out reads.
 enum Schema {
-    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18]
+    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19]
 
     /// PostgreSQL databases made before the history was one list numbered their steps
     /// on their own: a step there combined, or came in another place than, the steps
@@ -1057,5 +1057,24 @@ enum Schema {
         postgres: [
         "ALTER TABLE notifications ADD COLUMN planning_until BIGINT",
         "CREATE INDEX notifications_planning ON notifications (planning_until) WHERE planning_until IS NOT NULL",
+        ])
+
+    /// A `schedule_key` names a schedule of one kind: a notification's key and a Live
+    /// Activity's are apart, so that one never supersedes the other. Only the index of
+    /// pending keys changes, to one per app, kind and key; every row stays as it was
+    /// (a key pending once per app is pending once per app and kind).
+    static let v19 = SchemaStep(
+        number: 19, name: "schedule keys per kind",
+        sqlite: """
+        DROP INDEX scheduled_notifications_pending_keys;
+        CREATE UNIQUE INDEX scheduled_notifications_pending_keys ON scheduled_notifications (app_type, kind, schedule_key)
+            WHERE state = 'scheduled' AND schedule_key IS NOT NULL;
+        """,
+        postgres: [
+        "DROP INDEX scheduled_notifications_pending_keys",
+        """
+        CREATE UNIQUE INDEX scheduled_notifications_pending_keys ON scheduled_notifications (app_type, kind, schedule_key)
+            WHERE state = 'scheduled' AND schedule_key IS NOT NULL
+        """,
         ])
 }

@@ -17,16 +17,18 @@ extension Statements {
         id, kind, app_type, type, schedule_key, request, send_at, created_at, state, superseded_by, finished_at, error
         """
 
-    /// The app's pending schedule with this key becomes superseded by a new one:
-    /// 1 the new one's id, 2 now, 3 the app, 4 the key; returns the old one's id.
+    /// The app's pending schedule of this kind with this key becomes superseded by a
+    /// new one: 1 the new one's id, 2 now, 3 the app, 4 the key, 5 the kind
+    /// (`notification` or `live_activity`: a key names a schedule of one kind);
+    /// returns the old one's id.
     static let supersedeSchedule = Spelling(
         sqlite: """
             UPDATE scheduled_notifications SET state = 'superseded', superseded_by = ?1, finished_at = ?2
-            WHERE app_type = ?3 AND schedule_key = ?4 AND state = 'scheduled' RETURNING id
+            WHERE app_type = ?3 AND schedule_key = ?4 AND kind = ?5 AND state = 'scheduled' RETURNING id
             """,
         postgres: """
             UPDATE scheduled_notifications SET state = 'superseded', superseded_by = $1, finished_at = $2
-            WHERE app_type = $3 AND schedule_key = $4 AND state = 'scheduled' RETURNING id
+            WHERE app_type = $3 AND schedule_key = $4 AND kind = $5 AND state = 'scheduled' RETURNING id
             """)
 
     /// 1 id, 2 kind, 3 app, 4 type, 5 key, 6 request, 7 send_at, 8 now.

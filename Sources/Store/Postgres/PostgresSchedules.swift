@@ -7,11 +7,12 @@ extension PostgresStore: ScheduledSends {
         try await transaction("schedule a notification") { db in
             var superseded: String?
             if let key = s.scheduleKey {
-                var binds = PostgresBindings(capacity: 4)
+                var binds = PostgresBindings(capacity: 5)
                 binds.append(s.id)
                 binds.append(now)
                 binds.append(s.appType)
                 binds.append(key)
+                binds.append(s.kind)
                 superseded = try await db.rows(PostgresQuery(unsafeSQL: Statements.supersedeSchedule.postgres, binds: binds))
                     .first?.get(0, String.self)
             }
