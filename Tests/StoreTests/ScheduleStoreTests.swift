@@ -78,6 +78,36 @@ import TestSupport
         }
     }
 
+    /// Many schedules with one key at once, over two instances: every one is stored,
+    /// and each supersedes the one stored before it, so that they form one chain
+    /// with the last one pending.
+    @Test(arguments: StoreKind.allCases) func schedulesWithOneKeyAtOnceEachSupersedeTheOneBefore(_ kind: StoreKind) async throws {
+        try await withStore(kind, instances: 2) { stores in
+            let count = 36
+            let superseded = try await withThrowingTaskGroup(of: (String, String?).self) { group in
+                for n in 0..<count {
+                    let store = stores[n % stores.count]
+                    group.addTask {
+                        ("s\(n)", try await store.schedule(Self.schedule("s\(n)", at: 100_000, key: "trip-1"), now: 10))
+                    }
+                }
+                return try await group.reduce(into: [String: String?]()) { $0[$1.0] = $1.1 }
+            }
+            #expect(superseded.count == count)
+            // Each one superseded at most once, by one other: a chain from the first to the last.
+            let olds = superseded.values.compactMap { $0 }
+            #expect(olds.count == count - 1 && Set(olds).count == count - 1, "\(superseded)")
+            let last = try #require(Set(superseded.keys).subtracting(olds).first)
+            #expect(try await stores[0].scheduled(id: last)?.state == "scheduled")
+            for (id, old) in superseded {
+                guard let old else { continue }
+                let row = try #require(try await stores[1].scheduled(id: old))
+                #expect(row.state == "superseded" && row.supersededBy == id, "\(old)")
+            }
+            #expect(try await stores[0].pendingSchedules() == 1)
+        }
+    }
+
     /// A key names a schedule of one kind: a Live Activity's never supersedes a
     /// notification's with the same key, nor the other way round.
     @Test(arguments: StoreKind.allCases) func aKeyIsApartForNotificationsAndLiveActivities(_ kind: StoreKind) async throws {
