@@ -13,9 +13,12 @@ struct StoreCopySubcommand: AsyncParsableCommand {
         commandName: "copy",
         abstract: "Copy a SQLite database into an empty PostgreSQL database, every table row for row.",
         discussion: """
-            Stop apns-server first. Progress and, at the end, both sides' counts per table go to stderr.
-            A copy that stopped part-way resumes when run again. Exit 0: every table's counts match;
-            1: they do not, or the copy stopped on the way; 2: bad input, nothing written.
+            Stop apns-server first: a source another process is writing to is refused, and the copy holds
+            the source's write lock until it ends. Progress and, at the end, both sides' counts per table
+            go to stderr. A copy that stopped part-way resumes when run again from the same, unchanged
+            source; where a re-run cannot get further, the message says what to do instead.
+            Exit 0: every table's counts match; 1: they do not, or the copy stopped on the way;
+            2: bad input, nothing written.
             """)
 
     @Option(help: ArgumentHelp("The SQLite database to copy.", valueName: "sqlite:PATH"))

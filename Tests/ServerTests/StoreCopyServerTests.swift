@@ -261,4 +261,43 @@ import TestSupport
         #expect(try await target.scalar("SELECT count(*) FROM outbox") == 20_000)
         await target.close()
     }
+
+    /// Where a re-run cannot get further, the command does not say to run it again
+    /// but what to do instead.
+    @Test func aCopyThatARerunCannotFinishSaysWhatToDoInstead() async throws {
+        let scratch = Scratch()
+        let source = try SQLiteStore(path: scratch.path("apns.db"))
+        try await source.migrate()
+        let token = String(repeating: "ab", count: 32)
+        _ = try await source.register(DeviceRegistration(userID: "u", token: token, platform: "ios", appType: "staff"), now: 1)
+        await source.close()
+        let cluster = try await PostgresCluster.shared()
+        let from = "sqlite:\(scratch.path("apns.db"))"
+
+        // A target a newer program made.
+        let newer = try await cluster.newDatabase()
+        let store = PostgresStore(try PostgresStore.Configuration(url: newer))
+        try await store.migrate()
+        try await store.execute("INSERT INTO schema_migrations (version, name) VALUES (\(Schema.steps.count + 1), 'newer')")
+        let refused = await run(Harness.binary, ["store", "copy", "--from", from, "--to", newer, "--into-non-empty"])
+        #expect(refused.status == 2, "\(refused.stderr)")
+        #expect(refused.stderr.contains("copy with the apns-server release that made it"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("run it again"), "\(refused.stderr)")
+        await store.close()
+
+        // A target whose own rows conflict with the source's: device 2 has the source's token.
+        let conflicting = try await cluster.newDatabase()
+        let target = PostgresStore(try PostgresStore.Configuration(url: conflicting))
+        try await target.migrate()
+        for (user, t) in [("x", String(repeating: "cd", count: 32)), ("y", token)] {
+            _ = try await target.register(DeviceRegistration(userID: user, token: t, platform: "ios", appType: "staff"), now: 1)
+        }
+        let stopped = await run(Harness.binary, ["store", "copy", "--from", from, "--to", conflicting, "--into-non-empty"])
+        #expect(stopped.status == 1, "\(stopped.stderr)")
+        #expect(stopped.stderr.contains("apns-server: store copy stopped: ") && stopped.stderr.contains("duplicate key"),
+                "\(stopped.stderr)")
+        #expect(stopped.stderr.contains("remove them from the target, or copy into a new empty database"), "\(stopped.stderr)")
+        #expect(!stopped.stderr.contains("run it again"), "\(stopped.stderr)")
+        await target.close()
+    }
 }

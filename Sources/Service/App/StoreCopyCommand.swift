@@ -6,7 +6,8 @@ import Store
 /// that outgrows one instance. Progress and the final counts go to stderr.
 ///
 /// Exit status: 0 when every table's counts match, 1 when one does not (or the copy
-/// failed on the way: run it again to resume), 2 for bad input, with nothing written.
+/// failed on the way: the message says whether to run it again to resume, or what
+/// to do instead), 2 for bad input, with nothing written.
 public enum StoreCopyCommand {
     /// Copies `from` (`sqlite:PATH`) into `to` (a `postgres://` URL), as the command
     /// line gave them; progress and the counts go to stderr.
@@ -37,7 +38,8 @@ public enum StoreCopyCommand {
         } catch let refusal as StoreCopy.Refusal {
             return fail("store copy: \(refusal.description)")
         } catch {
-            FileHandle.standardError.write(Data("apns-server: store copy stopped: \(error) (run it again to resume)\n".utf8))
+            // `StoreCopy.Stopped` says what to do next: a re-run only where it can get further.
+            FileHandle.standardError.write(Data("apns-server: store copy stopped: \(error)\n".utf8))
             return 1
         }
         let width = counts.map(\.table.count).max() ?? 0
