@@ -7,7 +7,7 @@ extension SQLiteStore: ScheduledSends {
             var superseded: String?
             if let key = s.scheduleKey {
                 superseded = try String.fetchOne(db, sql: Statements.supersedeSchedule.sqlite,
-                                                 arguments: [s.id, now, s.appType, key])
+                                                 arguments: [s.id, now, s.appType, key, s.kind])
             }
             try db.execute(sql: Statements.insertSchedule.sqlite,
                            arguments: [s.id, s.kind, s.appType, s.type, s.scheduleKey, Data(s.request), s.sendAt, now])

@@ -29,7 +29,7 @@ struct SchemaStep: Sendable {
 /// - `device_use` is when each device was last delivered to (`devices.last_used_at`
 ///   is no longer used); `device_changes` counts changes to the facts a fan-out reads.
 enum Schema {
-    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20]
+    static let steps: [SchemaStep] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21]
 
     /// PostgreSQL databases made before the history was one list numbered their steps
     /// on their own: a step there combined, or came in another place than, the steps
@@ -1130,4 +1130,20 @@ enum Schema {
     /// A UUID's spelling in either case: SQLite's GLOB, PostgreSQL's regular expression.
     static let uuidGlob = "[0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f]-[0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f]-[0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f]-[0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f]-[0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f]"
     static let uuidPattern = "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
+    /// A `schedule_key` names a notification or a Live Activity, never both: its
+    /// pending index is per kind.
+    static let v21 = SchemaStep(
+        number: 21, name: "schedule keys per kind",
+        sqlite: """
+        DROP INDEX scheduled_notifications_pending_keys;
+        CREATE UNIQUE INDEX scheduled_notifications_pending_keys ON scheduled_notifications (app_type, kind, schedule_key)
+            WHERE state = 'scheduled' AND schedule_key IS NOT NULL;
+        """,
+        postgres: [
+        "DROP INDEX scheduled_notifications_pending_keys",
+        """
+        CREATE UNIQUE INDEX scheduled_notifications_pending_keys ON scheduled_notifications (app_type, kind, schedule_key)
+            WHERE state = 'scheduled' AND schedule_key IS NOT NULL
+        """,
+        ])
 }

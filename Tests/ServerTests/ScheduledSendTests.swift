@@ -205,6 +205,37 @@ import TestSupport
         }
     }
 
+    /// A `schedule_key` names a notification or a Live Activity, never both: a Live
+    /// Activity end scheduled with a notification's key leaves that notification
+    /// scheduled, and both go at their times.
+    @Test(arguments: ServerStore.allCases) func aLiveActivityNeverSupersedesANotificationWithItsKey(_ store: ServerStore) async throws {
+        let production = try Harness.mock(sandbox: false)
+        defer { production.stop() }
+        let clock = FakeClock(at: Self.t0)
+        try await withClockedServer(store, production: production, clock: clock) { server in
+            let t = Harness.tokens(2, seed: 2315)
+            await BackendAPITests.register(server, user: "traveller", token: t[0])
+            let registered = await server.backend("POST", "/v1/users/traveller/live-activity-tokens",
+                                                  #"{"pushToken":"\#(t[1])","appType":"staff","attributesType":"DeliveryAttributes","activityId":"act-9"}"#)
+            #expect(registered.status == 200, "\(registered)")
+            let key = #","send_at":"2026-06-01T12:30:00Z","schedule_key":"trip-9""#
+            let notification = await server.backend("POST", "/v1/notifications", Self.body(["traveller"], "Trip", extra: key))
+            #expect(notification.status == 202, "\(notification)")
+            let id = try #require(notification.json["notification_id"] as? String)
+            let ended = await server.backend("POST", "/v1/live-activities",
+                                             #"{"app_type":"staff","event":"end","activity_id":"act-9","content_state":{"eta":0}\#(key)}"#)
+            #expect(ended.status == 202 && ended.json["state"] as? String == "scheduled", "\(ended)")
+            #expect(ended.json["superseded"] == nil, "\(ended)")
+            #expect(await server.backend("GET", "/v1/notifications/\(id)").json["state"] as? String == "scheduled")
+
+            clock.set("2026-06-01T12:30:00Z")
+            try await Self.until("both are sent") {
+                production.attempts(for: t[0]) == 1 && production.attempts(for: t[1]) == 1
+            }
+            #expect(Self.titles(production, t[0]) == ["Trip"])
+        }
+    }
+
     /// Activity ids were compared byte for byte: another user registered the lower-case
     /// spelling of an owner's id, and a scheduled update to it reached them. A
     /// UUID-shaped id is one activity however it is spelled, wherever it enters;

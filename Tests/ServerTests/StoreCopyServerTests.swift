@@ -261,4 +261,117 @@ import TestSupport
         #expect(try await target.scalar("SELECT count(*) FROM outbox") == 20_000)
         await target.close()
     }
+
+    /// A database whose owner signs in with `password` (the cluster's one such role);
+    /// its URL as that user, without the password.
+    static func passwordDatabase(_ cluster: PostgresCluster, password: String) async throws -> String {
+        let url = try await cluster.newDatabase()
+        let name = try #require(url.split(separator: "/").last?.split(separator: "?").first.map(String.init))
+        let admin = PostgresStore(try PostgresStore.Configuration(url: url))
+        let role = PostgresCluster.passwordUser
+        do {
+            try await admin.execute("DO $$ BEGIN CREATE ROLE \(role) LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+            try await admin.execute("ALTER ROLE \(role) PASSWORD '\(password)'")
+            try await admin.execute("ALTER DATABASE \(name) OWNER TO \(role)")
+        } catch {
+            await admin.close()
+            throw error
+        }
+        await admin.close()
+        return url.replacingOccurrences(of: "postgres://\(cluster.user)@", with: "postgres://\(role)@")
+    }
+
+    /// The password need not be in the command line, where `ps` shows it: the first
+    /// line of `--password-file`, or `PGPASSWORD`, for a URL without one. A file that
+    /// cannot be read, or a password given twice, is one line and exit 2.
+    @Test func thePasswordComesFromAFileOrPGPASSWORD() async throws {
+        let scratch = Scratch()
+        let source = try SQLiteStore(path: scratch.path("apns.db"))
+        try await source.migrate()
+        _ = try await source.register(DeviceRegistration(userID: "u", token: String(repeating: "ab", count: 32),
+                                                         platform: "ios", appType: "staff"), now: 1)
+        await source.close()
+        let password = "pw-\(UUID().uuidString)"
+        let cluster = try await PostgresCluster.shared()
+        let from = "sqlite:\(scratch.path("apns.db"))"
+        var environment = ProcessInfo.processInfo.environment
+        environment["PGPASSWORD"] = nil
+
+        let none = try await Self.passwordDatabase(cluster, password: password)
+        let withoutOne = await run(Harness.binary, ["store", "copy", "--from", from, "--to", none], environment: environment)
+        #expect(withoutOne.status == 2 && withoutOne.stderr.contains("asks for a password and the URL has none"),
+                "\(withoutOne.stderr)")
+
+        var withVariable = environment
+        withVariable["PGPASSWORD"] = password
+        let viaVariable = await run(Harness.binary, ["store", "copy", "--from", from, "--to", none], environment: withVariable)
+        #expect(viaVariable.status == 0, "\(viaVariable.stderr)")
+        #expect(viaVariable.stderr.contains("copy: check: every table's counts match"))
+
+        let file = scratch.file("password", password + "\n")
+        let other = try await Self.passwordDatabase(cluster, password: password)
+        let viaFile = await run(Harness.binary, ["store", "copy", "--from", from, "--to", other, "--password-file", file],
+                                environment: environment)
+        #expect(viaFile.status == 0, "\(viaFile.stderr)")
+        #expect(viaFile.stderr.contains("copy: check: every table's counts match"))
+        // The file wins over the environment.
+        let wrong = scratch.file("wrong", "not-it\n")
+        let third = try await Self.passwordDatabase(cluster, password: password)
+        let wrongFile = await run(Harness.binary, ["store", "copy", "--from", from, "--to", third, "--password-file", wrong],
+                                  environment: withVariable)
+        #expect(wrongFile.status == 2 && wrongFile.stderr.contains("password authentication failed"), "\(wrongFile.stderr)")
+
+        let inURL = other.replacingOccurrences(of: "\(PostgresCluster.passwordUser)@",
+                                               with: "\(PostgresCluster.passwordUser):\(password)@")
+        for (arguments, says) in [(["--to", third, "--password-file", scratch.path("missing")],
+                                   "cannot read --password-file \(scratch.path("missing")): no such file or directory"),
+                                  (["--to", third, "--password-file", scratch.file("empty", "")], "is empty"),
+                                  (["--to", inURL, "--password-file", file], "give it once")] {
+            let r = await run(Harness.binary, ["store", "copy", "--from", from] + arguments, environment: environment)
+            #expect(r.status == 2 && r.stderr.hasPrefix("apns-server: store copy: ") && r.stderr.contains(says), "\(r.stderr)")
+            #expect(r.stderr.split(separator: "\n").count == 1, "one line: \(r.stderr)")
+            #expect(!r.stderr.contains(password), "the password is never shown")
+        }
+        let help = await run(Harness.binary, ["store", "copy", "--help"])
+        #expect(help.stdout.contains("--password-file") && help.stdout.contains("PGPASSWORD"), "\(help.stdout)")
+    }
+
+    /// Where a re-run cannot get further, the command does not say to run it again
+    /// but what to do instead.
+    @Test func aCopyThatARerunCannotFinishSaysWhatToDoInstead() async throws {
+        let scratch = Scratch()
+        let source = try SQLiteStore(path: scratch.path("apns.db"))
+        try await source.migrate()
+        let token = String(repeating: "ab", count: 32)
+        _ = try await source.register(DeviceRegistration(userID: "u", token: token, platform: "ios", appType: "staff"), now: 1)
+        await source.close()
+        let cluster = try await PostgresCluster.shared()
+        let from = "sqlite:\(scratch.path("apns.db"))"
+
+        // A target a newer program made.
+        let newer = try await cluster.newDatabase()
+        let store = PostgresStore(try PostgresStore.Configuration(url: newer))
+        try await store.migrate()
+        try await store.execute("INSERT INTO schema_migrations (version, name) VALUES (\(Schema.steps.count + 1), 'newer')")
+        let refused = await run(Harness.binary, ["store", "copy", "--from", from, "--to", newer, "--into-non-empty"])
+        #expect(refused.status == 2, "\(refused.stderr)")
+        #expect(refused.stderr.contains("copy with the apns-server release that made it"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("run it again"), "\(refused.stderr)")
+        await store.close()
+
+        // A target whose own rows conflict with the source's: device 2 has the source's token.
+        let conflicting = try await cluster.newDatabase()
+        let target = PostgresStore(try PostgresStore.Configuration(url: conflicting))
+        try await target.migrate()
+        for (user, t) in [("x", String(repeating: "cd", count: 32)), ("y", token)] {
+            _ = try await target.register(DeviceRegistration(userID: user, token: t, platform: "ios", appType: "staff"), now: 1)
+        }
+        let stopped = await run(Harness.binary, ["store", "copy", "--from", from, "--to", conflicting, "--into-non-empty"])
+        #expect(stopped.status == 1, "\(stopped.stderr)")
+        #expect(stopped.stderr.contains("apns-server: store copy stopped: ") && stopped.stderr.contains("duplicate key"),
+                "\(stopped.stderr)")
+        #expect(stopped.stderr.contains("remove them from the target, or copy into a new empty database"), "\(stopped.stderr)")
+        #expect(!stopped.stderr.contains("run it again"), "\(stopped.stderr)")
+        await target.close()
+    }
 }

@@ -7,8 +7,8 @@ import TestSupport
 /// worker each whatever the race, a dead worker's taken again after its lease, a
 /// `schedule_key` superseding the pending one, cancel only while waiting, pruning.
 @Suite(.postgresCluster) struct ScheduleStoreTests {
-    static func schedule(_ id: String, at: Int64, key: String? = nil) -> NewSchedule {
-        NewSchedule(id: id, kind: "notification", appType: "staff", type: "reminder", scheduleKey: key,
+    static func schedule(_ id: String, at: Int64, key: String? = nil, kind: String = "notification") -> NewSchedule {
+        NewSchedule(id: id, kind: kind, appType: "staff", type: "reminder", scheduleKey: key,
                     request: Array(#"{"id":"\#(id)"}"#.utf8), sendAt: at)
     }
 
@@ -75,6 +75,54 @@ import TestSupport
             #expect(try await store.pruneSchedules(before: 25, limit: 10) == 1, "old (finished at 20)")
             #expect(try await store.pruneSchedules(before: 100_000, limit: 10) == 1, "other (cancelled at 30)")
             #expect(try await store.scalar("SELECT count(*) FROM scheduled_notifications") == 2)
+        }
+    }
+
+    /// Many schedules with one key at once, over two instances: every one is stored,
+    /// and each supersedes the one stored before it, so that they form one chain
+    /// with the last one pending.
+    @Test(arguments: StoreKind.allCases) func schedulesWithOneKeyAtOnceEachSupersedeTheOneBefore(_ kind: StoreKind) async throws {
+        try await withStore(kind, instances: 2) { stores in
+            let count = 36
+            let superseded = try await withThrowingTaskGroup(of: (String, String?).self) { group in
+                for n in 0..<count {
+                    let store = stores[n % stores.count]
+                    group.addTask {
+                        ("s\(n)", try await store.schedule(Self.schedule("s\(n)", at: 100_000, key: "trip-1"), now: 10))
+                    }
+                }
+                return try await group.reduce(into: [String: String?]()) { $0[$1.0] = $1.1 }
+            }
+            #expect(superseded.count == count)
+            // Each one superseded at most once, by one other: a chain from the first to the last.
+            let olds = superseded.values.compactMap { $0 }
+            #expect(olds.count == count - 1 && Set(olds).count == count - 1, "\(superseded)")
+            let last = try #require(Set(superseded.keys).subtracting(olds).first)
+            #expect(try await stores[0].scheduled(id: last)?.state == "scheduled")
+            for (id, old) in superseded {
+                guard let old else { continue }
+                let row = try #require(try await stores[1].scheduled(id: old))
+                #expect(row.state == "superseded" && row.supersededBy == id, "\(old)")
+            }
+            #expect(try await stores[0].pendingSchedules() == 1)
+        }
+    }
+
+    /// A key names a schedule of one kind: a Live Activity's never supersedes a
+    /// notification's with the same key, nor the other way round.
+    @Test(arguments: StoreKind.allCases) func aKeyIsApartForNotificationsAndLiveActivities(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store in
+            #expect(try await store.schedule(Self.schedule("n1", at: 5_000, key: "event-4"), now: 10) == nil)
+            #expect(try await store.schedule(Self.schedule("la1", at: 5_000, key: "event-4", kind: "live_activity"),
+                                             now: 11) == nil)
+            #expect(try await store.scheduled(id: "n1")?.state == "scheduled")
+            #expect(try await store.schedule(Self.schedule("n2", at: 6_000, key: "event-4"), now: 12) == "n1")
+            #expect(try await store.scheduled(id: "la1")?.state == "scheduled")
+            #expect(try await store.schedule(Self.schedule("la2", at: 6_000, key: "event-4", kind: "live_activity"),
+                                             now: 13) == "la1")
+            #expect(try await store.scheduled(id: "n2")?.state == "scheduled")
+            let pending = try await store.pendingSchedules()
+            #expect(pending == 2)
         }
     }
 }

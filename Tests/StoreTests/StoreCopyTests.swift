@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 import Testing
 import TestSupport
 @testable import Store
@@ -235,5 +236,112 @@ import TestSupport
         }
         #expect(error?.description.contains("cannot reach PostgreSQL at 127.0.0.1:\(port)") == true, "\(String(describing: error))")
         #expect(error?.description.contains("\n") == false)
+    }
+
+    /// A source another process is writing to is refused, with nothing written; and
+    /// while a copy runs, nothing else can write to its source.
+    @Test func aSourceInUseIsRefusedAndACopysSourceCannotBeWrittenMeanwhile() async throws {
+        let scratch = Scratch()
+        let sqlite = try await Self.filledSQLite(scratch)
+        let url = try PostgresStore.Configuration(url: try await suiteCluster().newDatabase())
+        // A server's write in progress: its transaction holds the lock across calls.
+        var config = Configuration()
+        config.allowsUnsafeTransactions = true
+        let server = try DatabaseQueue(path: sqlite.path, configuration: config)
+        try await server.writeWithoutTransaction { try $0.execute(sql: "BEGIN IMMEDIATE") }
+        let refusal = await #expect(throws: StoreCopy.Refusal.self) { try await StoreCopy(from: sqlite.path, to: url).run { _ in } }
+        #expect(refusal?.description.contains("is in use") == true, "\(String(describing: refusal))")
+        try await server.writeWithoutTransaction { try $0.execute(sql: "ROLLBACK") }
+        let postgres = PostgresStore(url)
+        #expect(try await postgres.scalar("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()") == 0)
+
+        // Each write tried during the copy finds the source locked; after it, it goes.
+        let writes = Mutex<[String]>([])
+        let counts = try await StoreCopy(from: sqlite.path, to: url, options: StoreCopy.Options(batchSize: 2)).run { _ in
+            let outcome: String
+            do {
+                try server.write { try $0.execute(sql: "UPDATE devices SET device_name = 'written' WHERE id = 1") }
+                outcome = "written"
+            } catch let error as DatabaseError {
+                outcome = error.resultCode == .SQLITE_BUSY ? "busy" : "\(error)"
+            } catch {
+                outcome = "\(error)"
+            }
+            writes.withLock { $0.append(outcome) }
+        }
+        #expect(counts.filter { !$0.matches }.isEmpty, "\(counts)")
+        let outcomes = writes.withLock { $0 }
+        #expect(!outcomes.isEmpty && outcomes.allSatisfy { $0 == "busy" }, "\(outcomes)")
+        try await server.write { try $0.execute(sql: "UPDATE devices SET device_name = 'written' WHERE id = 1") }
+        await postgres.close()
+    }
+
+    /// A partial copy resumes from its own source as it was, wherever the file is
+    /// now; a source changed since, or a partial copy that names none, is refused.
+    @Test func aCopyResumesOnlyFromTheSourceItBeganWithUnchanged() async throws {
+        let scratch = Scratch()
+        let sqlite = try await Self.filledSQLite(scratch)
+        try await enqueueMany(sqlite, "many", count: 30)
+        let url = try await suiteCluster().newDatabase()
+        var options = StoreCopy.Options(batchSize: 10)
+        options.stopAfterBatches = 4
+        await #expect(throws: StoreCopy.Interrupted.self) { try await Self.copy(sqlite, to: url, options) }
+
+        // The same rows in another file: the same source.
+        let moved = scratch.path("moved.db")
+        try await DatabaseQueue(path: sqlite.path).writeWithoutTransaction { try $0.execute(sql: "VACUUM INTO ?", arguments: [moved]) }
+        // One value changed, no row added or removed: no longer the source copied.
+        try await sqlite.execute("UPDATE devices SET device_name = 'renamed' WHERE id = 1")
+        let refusal = await #expect(throws: StoreCopy.Refusal.self) { try await Self.copy(sqlite, to: url, options) }
+        #expect(refusal?.description.contains("is not that (it changed since, or is another database)") == true,
+                "\(String(describing: refusal))")
+        #expect(refusal?.description.contains("copy into a new empty database") == true)
+
+        let postgres = try PostgresStore(url: url)
+        let counts = try await StoreCopy(from: moved, to: try PostgresStore.Configuration(url: url)).run { _ in }
+        #expect(counts.filter { !$0.matches }.isEmpty, "\(counts)")
+        #expect(try await postgres.scalar("SELECT count(*) FROM devices WHERE device_name = 'renamed'") == 0)
+        #expect(try await postgres.scalar("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'store_copy_%'") == 0)
+
+        // A partial copy that does not say which source it is of.
+        let other = try await suiteCluster().newDatabase()
+        await #expect(throws: StoreCopy.Interrupted.self) { try await Self.copy(sqlite, to: other, options) }
+        let target = try PostgresStore(url: other)
+        try await target.execute("DROP TABLE store_copy_source")
+        let unnamed = await #expect(throws: StoreCopy.Refusal.self) { try await Self.copy(sqlite, to: other) }
+        #expect(unnamed?.description.contains("does not say which source it is from") == true, "\(String(describing: unnamed))")
+        await target.close()
+        await postgres.close()
+    }
+
+    /// Where running the copy again cannot get further, neither error says to: a
+    /// target at a newer step is refused before anything is written, whatever the
+    /// options; rows of the target's own that conflict with the source's stop it
+    /// with what to do instead.
+    @Test func aCopyThatARerunCannotFinishSaysWhatToDoInstead() async throws {
+        let scratch = Scratch()
+        let sqlite = try await Self.filledSQLite(scratch)
+        try await withPostgres { postgres in
+            try await postgres.execute("INSERT INTO schema_migrations (version, name) VALUES (\(Schema.steps.count + 1), 'newer')")
+            let refusal = await #expect(throws: StoreCopy.Refusal.self) {
+                try await StoreCopy(from: sqlite.path, to: postgres.configuration,
+                                    options: StoreCopy.Options(intoNonEmpty: true)).run { _ in }
+            }
+            #expect(refusal?.description.contains("newer than this program's \(Schema.steps.count): copy with the apns-server release that made it") == true,
+                    "\(String(describing: refusal))")
+            #expect(try await postgres.scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'store_copy_progress'") == 0)
+        }
+        try await withPostgres { postgres in
+            // The source's device 1 has token 1; here token 1 is device 2's.
+            _ = try await register(postgres, "x", 99)
+            _ = try await register(postgres, "y", 1)
+            let stopped = await #expect(throws: StoreCopy.Stopped.self) {
+                try await StoreCopy(from: sqlite.path, to: postgres.configuration,
+                                    options: StoreCopy.Options(intoNonEmpty: true)).run { _ in }
+            }
+            #expect(stopped?.reason.contains("duplicate key") == true, "\(String(describing: stopped))")
+            #expect(stopped?.next == StoreCopy.Stopped.conflict)
+            #expect(stopped?.description.contains("run it again") == false)
+        }
     }
 }

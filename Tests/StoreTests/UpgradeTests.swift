@@ -137,6 +137,47 @@ import TestSupport
         }
     }
 
+    /// A database made before schedule keys were per kind keeps every schedule as it
+    /// was, and then a Live Activity's key no longer supersedes a notification's.
+    @Test(arguments: StoreKind.allCases)
+    func schedulesBeforeKeysPerKindUpgradeAsTheyWere(_ kind: StoreKind) async throws {
+        let scratch = Scratch()
+        defer { withExtendedLifetime(scratch) {} }
+        let store: any TestStore
+        switch kind {
+        case .sqlite:
+            let sqlite = try SQLiteStore(path: scratch.path("step18.db"))
+            try await sqlite.migrate(through: 18)
+            store = sqlite
+        case .postgres:
+            let postgres = try PostgresStore(url: try await suiteCluster().newDatabase())
+            try await postgres.migrate(through: 18)
+            store = postgres
+        }
+        func schedule(_ id: String, _ kind: String, key: String?, now: Int64) async throws -> String? {
+            try await store.schedule(NewSchedule(id: id, kind: kind, appType: "staff", type: "reminder", scheduleKey: key,
+                                                 request: Array(#"{"id":"\#(id)"}"#.utf8), sendAt: 9_000), now: now)
+        }
+        _ = try await schedule("n0", "notification", key: "event-4", now: 1)
+        #expect(try await schedule("n1", "notification", key: "event-4", now: 2) == "n0")
+        _ = try await schedule("la1", "live_activity", key: "event-5", now: 3)
+        _ = try await schedule("n2", "notification", key: nil, now: 4)
+        let columns = """
+            id, kind, app_type, type, schedule_key, CAST(send_at AS TEXT), CAST(created_at AS TEXT), state, superseded_by,
+            CAST(finished_at AS TEXT)
+            """
+        let before = try await store.texts("SELECT \(columns) FROM scheduled_notifications ORDER BY id")
+
+        try await store.migrate()
+        #expect(try await store.texts("SELECT \(columns) FROM scheduled_notifications ORDER BY id") == before)
+        #expect(try await schedule("la2", "live_activity", key: "event-4", now: 5) == nil)
+        #expect(try await store.scheduled(id: "n1")?.state == "scheduled")
+        #expect(try await schedule("la3", "live_activity", key: "event-5", now: 6) == "la1")
+        #expect(try await schedule("n3", "notification", key: "event-4", now: 7) == "n1")
+        #expect(try await store.scheduled(id: "la2")?.state == "scheduled")
+        if let postgres = store as? PostgresStore { await postgres.close() }
+    }
+
     /// Every table the released schema had on both engines, with a row of each kind.
     static func rows(_ kind: StoreKind) -> [String] {
         let bytes = kind == .sqlite ? "x'7b7d'" : "'\\x7b7d'"

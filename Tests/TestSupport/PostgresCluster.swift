@@ -16,6 +16,8 @@ import Glibc
 public final class PostgresCluster: @unchecked Sendable {
     /// The superuser the tests connect as (no password: trust on 127.0.0.1).
     public let user = "apns"
+    /// The one role that must give a password on 127.0.0.1: a test that uses it makes it.
+    public static let passwordUser = "apns_password"
     public private(set) var port: UInt16
     /// The temporary folder: data/, the server's log, its Unix socket.
     public let folder: String
@@ -242,8 +244,11 @@ public final class PostgresCluster: @unchecked Sendable {
                 ssl_key_file = '\(folder)/server.key'
                 """
         }
+        // One role signs in with a password (`passwordUser`), for the tests of how a
+        // password reaches a client; every other is trusted.
         let hba = """
             local all all trust
+            host  all \(Self.passwordUser) 127.0.0.1/32 scram-sha-256
             host  all all 127.0.0.1/32 trust
             """
         let data = folder + "/data"

@@ -8,8 +8,8 @@ public struct NewSchedule: Sendable, Hashable {
     public var kind: String
     public var appType: String
     public var type: String
-    /// The backend's name for it: a newer schedule with the same app and key
-    /// replaces the pending one.
+    /// The backend's name for it: a newer schedule with the same app, kind and key
+    /// replaces the pending one (a notification's key never names a Live Activity's).
     public var scheduleKey: String?
     /// The request's JSON body as checked, without its `send_at` and `schedule_key`.
     public var request: [UInt8]
@@ -43,7 +43,8 @@ public struct ScheduleRow: Sendable, Hashable {
 /// then finished, cancelled or superseded; final ones are pruned with the log.
 public protocol ScheduledSends {
     /// Stores a schedule. With a key, in the same transaction, the app's pending
-    /// schedule with that key becomes `superseded` by this one: its id is returned.
+    /// schedule of the same kind with that key becomes `superseded` by this one: its
+    /// id is returned.
     func schedule(_ schedule: NewSchedule, now: Int64) async throws(StoreError) -> String?
     /// Takes up to `limit` due schedules (`sendAt` passed) for `worker`, oldest
     /// first, and those whose worker's lease ran out: each is `sending` until

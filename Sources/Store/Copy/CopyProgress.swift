@@ -8,6 +8,10 @@ import PostgresNIO
 /// (a JSON array, in the source's key order); `done` once every row and link is in.
 /// The table exists only while a copy is unfinished (`StoreCopy` drops it when the
 /// counts match), and its presence is how a re-run knows the target is its own.
+///
+/// Beside it, `store_copy_source` says which source the copy is of (`Identity`),
+/// written in the transaction that makes the progress table: a table marked done
+/// is never read again, so a re-run must be from that same source, unchanged.
 enum CopyProgress {
     struct State {
         var lastKey: [DatabaseValue]?
@@ -15,16 +19,86 @@ enum CopyProgress {
         var done: Bool
     }
 
-    static let create: PostgresQuery = """
-        CREATE TABLE IF NOT EXISTS store_copy_progress (
-            table_name TEXT    PRIMARY KEY,
-            last_key   TEXT,
-            copied     BIGINT  NOT NULL,
-            done       BOOLEAN NOT NULL
-        )
-        """
+    /// The source a copy is of: its path, for the message that refuses another, and
+    /// its fingerprint, which decides (a file moved, unchanged, is the same source).
+    struct Identity: Equatable {
+        var path: String
+        var fingerprint: String
+    }
 
-    static let drop: PostgresQuery = "DROP TABLE store_copy_progress"
+    /// The two tables and the source's identity, in the caller's transaction.
+    static func begin(_ source: Identity, _ db: PostgresConnection) async throws {
+        try await db.run("""
+            CREATE TABLE store_copy_progress (
+                table_name TEXT    PRIMARY KEY,
+                last_key   TEXT,
+                copied     BIGINT  NOT NULL,
+                done       BOOLEAN NOT NULL
+            )
+            """)
+        try await db.run("CREATE TABLE store_copy_source (path TEXT NOT NULL, fingerprint TEXT NOT NULL)")
+        try await db.run("INSERT INTO store_copy_source (path, fingerprint) VALUES (\(source.path), \(source.fingerprint))")
+    }
+
+    /// The recorded source; nil when the partial copy records none.
+    static func source(_ db: PostgresConnection) async throws -> Identity? {
+        guard try await db.rows("SELECT to_regclass('store_copy_source') IS NOT NULL")[0].get(0, Bool.self),
+              let row = try await db.rows("SELECT path, fingerprint FROM store_copy_source").first
+        else { return nil }
+        return Identity(path: try row.get(0, String.self), fingerprint: try row.get(1, String.self))
+    }
+
+    /// The copy is finished: both tables go, in the caller's transaction.
+    static func end(_ db: PostgresConnection) async throws {
+        try await db.run("DROP TABLE store_copy_progress")
+        try await db.run("DROP TABLE IF EXISTS store_copy_source")
+    }
+
+    /// Every row of every table the copy reads, in key order, hashed (64-bit FNV-1a
+    /// over each value's type, length and bytes), with the number of rows: any row
+    /// added, removed or changed gives another. Read in the copy's own transaction,
+    /// it describes exactly what the copy reads.
+    static func fingerprint(_ db: Database, _ plan: CopyPlan) throws -> String {
+        var hash = FNV1a()
+        var rows = 0
+        for table in plan.tables {
+            hash.add(Array(table.name.utf8), tag: 0)
+            let sql = """
+                SELECT \(table.columns.map(quoted).joined(separator: ", ")) FROM \(quoted(table.name))
+                ORDER BY \(table.key.map(quoted).joined(separator: ", "))
+                """
+            let cursor = try Row.fetchCursor(db, sql: sql)
+            while let row = try cursor.next() {
+                rows += 1
+                for value in row.databaseValues {
+                    switch value.storage {
+                    case .null: hash.add([], tag: 1)
+                    case .int64(let n): hash.add(withUnsafeBytes(of: n.littleEndian, Array.init), tag: 2)
+                    case .double(let d): hash.add(withUnsafeBytes(of: d.bitPattern.littleEndian, Array.init), tag: 3)
+                    case .string(let text): hash.add(Array(text.utf8), tag: 4)
+                    case .blob(let data): hash.add(Array(data), tag: 5)
+                    }
+                }
+            }
+        }
+        return "\(rows) rows, fnv1a64 \(String(hash.value, radix: 16))"
+    }
+
+    private struct FNV1a {
+        var value: UInt64 = 0xcbf2_9ce4_8422_2325
+
+        /// A value as its tag, its length, then its bytes, so that no two sequences of
+        /// values run together into the same bytes.
+        mutating func add(_ bytes: [UInt8], tag: UInt8) {
+            byte(tag)
+            withUnsafeBytes(of: UInt64(bytes.count).littleEndian) { for b in $0 { byte(b) } }
+            for b in bytes { byte(b) }
+        }
+
+        private mutating func byte(_ b: UInt8) {
+            value = (value ^ UInt64(b)) &* 0x0000_0100_0000_01b3
+        }
+    }
 
     static func read(_ table: String, _ db: PostgresConnection) async throws -> State {
         let rows = try await db.rows("SELECT last_key, copied, done FROM store_copy_progress WHERE table_name = \(table)")

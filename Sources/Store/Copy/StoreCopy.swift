@@ -8,8 +8,15 @@ import PostgresNIO
 /// ids, apns-ids, `not_before`, attempts, outbox rows), holds, results and log.
 ///
 /// - Checks first, writes after: a source that is not an apns-server database at
-///   this program's step, an unreachable target, or a non-empty one is a `Refusal`
-///   (one line) before anything is written anywhere. The source is opened read-only.
+///   this program's step, or that a server is writing to, an unreachable target, a
+///   non-empty one or one at a newer step is a `Refusal` (one line) before anything
+///   is written anywhere. The source's write lock is held for the whole copy
+///   (`BEGIN IMMEDIATE`, rolled back at the end: nothing is written to it), so that
+///   what is copied is one moment of it and no server changes it meanwhile.
+/// - The target records which source it is a copy of (`CopyProgress`: its path and
+///   a fingerprint of every row): a re-run resumes only from that same source, as
+///   it was; one that changed since, or another file, is refused, since a resumed
+///   copy would mix the two.
 /// - In key order, in batches, each batch one transaction on the target that also
 ///   records, in `store_copy_progress`, the table's last key copied. A copy killed
 ///   at any point has committed whole batches with their progress and nothing else,
@@ -20,11 +27,42 @@ import PostgresNIO
 ///   rows on PostgreSQL take new ids, and each table is counted on both sides.
 ///   When every count matches, the progress table is dropped: the copy is finished,
 ///   and a further run would find a non-empty target.
+/// - A failure on the way is a `Stopped`: what failed, and what to do next, which
+///   is to run it again only where a re-run can get further.
 public struct StoreCopy: Sendable {
     /// Bad input, found before anything was written: the command's one line.
     public struct Refusal: Error, CustomStringConvertible, Sendable {
         public let description: String
         init(_ description: String) { self.description = description }
+    }
+
+    /// A copy that failed after it began writing (what it committed stays): what
+    /// failed, and what to do next.
+    public struct Stopped: Error, CustomStringConvertible, Sendable {
+        public let reason: String
+        /// Run it again (it resumes) where that can get further; otherwise what to do
+        /// instead, since a re-run would stop the same way.
+        public let next: String
+        public var description: String { "\(reason) (\(next))" }
+
+        static let resume = "run it again to resume"
+        static let newTarget = "the target's schema is not this program's: copy into a new empty database"
+        static let conflict = "the target's own rows conflict with the source's: remove them from the target, or copy into a new empty database"
+        static let badValue = "a value in the source cannot be stored in PostgreSQL: correct it in the source, then copy into a new empty database (a changed source does not resume)"
+        static let privilege = "give the target's user the rights it lacks, then run it again to resume"
+
+        /// What a failure of a statement on the target leaves to do, by its SQLSTATE.
+        static func next(after error: any Error) -> String {
+            guard let error = error as? PSQLError, error.code == .server, let state = error.serverInfo?[.sqlState]
+            else { return resume }
+            switch state {
+            case let s where s.hasPrefix("23"): return conflict
+            case let s where s.hasPrefix("22"): return badValue
+            case "42501": return privilege
+            case let s where s.hasPrefix("42"): return newTarget
+            default: return resume
+            }
+        }
     }
 
     public struct Options: Sendable {
@@ -67,10 +105,11 @@ public struct StoreCopy: Sendable {
 
     /// Copies, calling `progress` with each line to show (`copy: deliveries
     /// 40000/100000`); the counts of every table on both sides. Throws `Refusal` for
-    /// bad input (nothing written), `StoreError` for a failure on the way (what was
-    /// committed stays, and a re-run resumes).
+    /// bad input (nothing written), `Stopped` for a failure on the way (what was
+    /// committed stays).
     public func run(progress: @Sendable (String) -> Void) async throws -> [Count] {
         let source = try openSource()
+        defer { Self.release(source) }
         let connection = try await connectTarget()
         do {
             let counts = try await copy(source, connection, progress: progress)
@@ -78,18 +117,24 @@ public struct StoreCopy: Sendable {
             return counts
         } catch {
             try? await connection.close()
-            throw error
+            switch error {
+            case is Refusal, is Stopped, is Interrupted: throw error
+            default: throw Stopped(reason: "\(error)", next: Stopped.resume)
+            }
         }
     }
 
     private func copy(_ source: DatabaseQueue, _ target: PostgresConnection,
                       progress: @Sendable (String) -> Void) async throws -> [Count] {
         let resuming = try await checkTarget(target)
-        try await step("prepare the target", target) {
-            try await PostgresMigrations.apply(target)
-            try await target.run(CopyProgress.create)
+        let identity = try identify(source)
+        if resuming { try await checkResume(identity, target) }
+        try await step("prepare the target", target) { try await PostgresMigrations.apply(target) }
+        if resuming {
+            progress("copy: resuming the copy recorded on the target")
+        } else {
+            try await transaction("prepare the target", target) { try await CopyProgress.begin(identity, target) }
         }
-        if resuming { progress("copy: resuming the copy recorded on the target") }
         let types = try await step("read the target's columns", target) { try await columnTypes(target) }
         var batches = 0
         for table in plan.tables {
@@ -98,14 +143,17 @@ public struct StoreCopy: Sendable {
         try await step("set the sequences", target) { try await setSequences(target) }
         let counts = try await count(source, target)
         if counts.allSatisfy(\.matches) {
-            try await step("drop store_copy_progress", target) { try await target.run(CopyProgress.drop) }
+            try await transaction("drop store_copy_progress", target) { try await CopyProgress.end(target) }
         }
         return counts
     }
 
     // MARK: Checks before writing
 
-    /// The source, read-only, if it is an apns-server database at this program's step.
+    /// The source, if it is an apns-server database at this program's step, with its
+    /// write lock held (`BEGIN IMMEDIATE`) until `release`: taken at once or refused,
+    /// since a process holding it is a server at work on the file. Every read of
+    /// the copy is in this one transaction, so no server commits in between.
     private func openSource() throws(Refusal) -> DatabaseQueue {
         let path = sourcePath
         guard FileManager.default.fileExists(atPath: path) else {
@@ -114,9 +162,18 @@ public struct StoreCopy: Sendable {
         let steps = Schema.steps.count
         do {
             var config = Configuration()
-            config.readonly = true
+            config.busyMode = .immediateError
+            // The transaction spans the whole copy, across many accesses.
+            config.allowsUnsafeTransactions = true
             let queue = try DatabaseQueue(path: path, configuration: config)
-            let (version, tables) = try queue.read { db in
+            do {
+                try queue.inDatabase { try $0.execute(sql: "BEGIN IMMEDIATE") }
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY {
+                throw Refusal("the source \(path) is in use: another process (an apns-server) is writing to it; stop every apns-server on it, then copy")
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_READONLY {
+                throw Refusal("the source \(path) cannot be locked for the copy (\(error.message ?? "read-only")): run the copy as a user that may write the file and its folder (nothing is written to it)")
+            }
+            let (version, tables) = try queue.inDatabase { db in
                 (try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0,
                  Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'")))
             }
@@ -139,6 +196,35 @@ public struct StoreCopy: Sendable {
         }
     }
 
+    /// Ends the source's transaction (it wrote nothing) and with it the lock.
+    private static func release(_ source: DatabaseQueue) {
+        try? source.inDatabase { db in if db.isInsideTransaction { try db.execute(sql: "ROLLBACK") } }
+    }
+
+    /// The source as the target records it: its path and a fingerprint of every row
+    /// the copy reads (`CopyProgress.Identity`), taken under the copy's lock.
+    private func identify(_ source: DatabaseQueue) throws(Refusal) -> CopyProgress.Identity {
+        let path = URL(fileURLWithPath: sourcePath).standardizedFileURL.path
+        do {
+            return CopyProgress.Identity(path: path, fingerprint: try source.inDatabase { db in
+                try CopyProgress.fingerprint(db, plan)
+            })
+        } catch {
+            throw Refusal("the source \(sourcePath) cannot be read: \((error as? DatabaseError)?.message ?? "\(error)")")
+        }
+    }
+
+    /// A partial copy resumes only from the source it began with, as it was then.
+    private func checkResume(_ identity: CopyProgress.Identity, _ db: PostgresConnection) async throws {
+        let recorded = try await step("read store_copy_source", db) { try await CopyProgress.source(db) }
+        guard let recorded else {
+            throw Refusal("the target \(target) holds a partial copy that does not say which source it is from (an older apns-server made it): finish it with that release, or copy into a new empty database")
+        }
+        guard recorded.fingerprint == identity.fingerprint else {
+            throw Refusal("the target \(target) holds a partial copy of \(recorded.path) as it was then, and the source \(identity.path) is not that (it changed since, or is another database): resuming would mix the two; copy into a new empty database")
+        }
+    }
+
     private func connectTarget() async throws(Refusal) -> PostgresConnection {
         do {
             let settings = try target.connection()
@@ -154,7 +240,7 @@ public struct StoreCopy: Sendable {
         let resuming = try await step("read the target", db) {
             try await db.rows("SELECT to_regclass('store_copy_progress') IS NOT NULL")[0].get(0, Bool.self)
         }
-        if resuming || options.intoNonEmpty { return resuming }
+        // Whatever the target holds: this program cannot write a schema it does not know.
         let newest = try await step("read the target", db) { () -> Int? in
             guard try await db.rows("SELECT to_regclass('schema_migrations') IS NOT NULL")[0].get(0, Bool.self) else {
                 return nil
@@ -162,8 +248,9 @@ public struct StoreCopy: Sendable {
             return try await db.rows("SELECT max(version) FROM schema_migrations")[0].get(0, Int?.self)
         }
         if let newest, newest > Schema.steps.count {
-            throw Refusal("the target \(target) is at schema step \(newest), newer than this program's \(Schema.steps.count)")
+            throw Refusal("the target \(target) is at schema step \(newest), newer than this program's \(Schema.steps.count): copy with the apns-server release that made it (or a newer one), or into a new empty database")
         }
+        if resuming || options.intoNonEmpty { return resuming }
         for table in plan.tables {
             let rows = try await step("read the target", db) { () -> Int in
                 let exists = try await db.rows(PostgresQuery(unsafeSQL: "SELECT to_regclass('\(table.name)') IS NOT NULL"))
@@ -184,21 +271,21 @@ public struct StoreCopy: Sendable {
                            types: [String: [String: String]], batches: inout Int,
                            progress: @Sendable (String) -> Void) async throws {
         guard let columnTypes = types[table.name] else {
-            throw StoreError("copy: the target has no table \(table.name)")
+            throw Stopped(reason: "copy: the target has no table \(table.name)", next: Stopped.newTarget)
         }
         for column in table.columns where columnTypes[column] == nil {
-            throw StoreError("copy: the target's table \(table.name) has no column \(column)")
+            throw Stopped(reason: "copy: the target's table \(table.name) has no column \(column)", next: Stopped.newTarget)
         }
         var state = try await step("read store_copy_progress", target) { try await CopyProgress.read(table.name, target) }
         if state.done { return }
-        let total = try await source.read { db in
+        let total = try readSource(source) { db in
             try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted(table.name))") ?? 0
         }
         let booleans = Set(columnTypes.filter { $0.value == "boolean" }.map(\.key))
         while true {
             let last = state.lastKey
             let sql = selectSQL(table, after: last != nil)
-            let rows = try await source.read { db in
+            let rows = try readSource(source) { db in
                 try Row.fetchAll(db, sql: sql, arguments: StatementArguments(last ?? [])).map { Array($0.databaseValues) }
             }
             guard let lastRow = rows.last else { break }
@@ -220,6 +307,16 @@ public struct StoreCopy: Sendable {
         try await transaction("finish \(table.name)", target) {
             try await CopyProgress.save(table.name, CopyProgress.State(lastKey: state.lastKey, copied: state.copied,
                                                                        done: true), target)
+        }
+    }
+
+    /// A read of the source, within the copy's transaction.
+    private func readSource<T>(_ source: DatabaseQueue, _ body: (Database) throws -> T) throws -> T {
+        do {
+            return try source.inDatabase(body)
+        } catch {
+            throw Stopped(reason: "copy: the source \(sourcePath) cannot be read: \((error as? DatabaseError)?.message ?? "\(error)")",
+                          next: "check it (sqlite3 FILE 'PRAGMA integrity_check'); a repaired file is another source: copy it into a new empty database")
         }
     }
 
@@ -256,7 +353,7 @@ public struct StoreCopy: Sendable {
                                     _ target: PostgresConnection) async throws {
         guard let key = table.key.first, table.key.count == 1 else { return }
         for column in table.selfReferences {
-            let rows = try await source.read { db in
+            let rows = try readSource(source) { db in
                 try Row.fetchAll(db, sql: """
                     SELECT \(quoted(key)), \(quoted(column)) FROM \(quoted(table.name))
                     WHERE \(quoted(column)) > \(quoted(key)) ORDER BY \(quoted(key))
@@ -297,7 +394,7 @@ public struct StoreCopy: Sendable {
     private func count(_ source: DatabaseQueue, _ target: PostgresConnection) async throws -> [Count] {
         var counts: [Count] = []
         for table in plan.tables {
-            let mine = try await source.read { db in
+            let mine = try readSource(source) { db in
                 try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted(table.name))") ?? 0
             }
             let theirs = try await step("count \(table.name)", target) {
@@ -384,8 +481,11 @@ public struct StoreCopy: Sendable {
             return try await body()
         } catch let error as Refusal {
             throw error
+        } catch let error as Stopped {
+            throw error
         } catch {
-            throw StoreError(postgres: error, "copy: \(doing)", target)
+            throw Stopped(reason: StoreError(postgres: error, "copy: \(doing)", target).description,
+                          next: Stopped.next(after: error))
         }
     }
 

@@ -17,17 +17,30 @@ extension Statements {
         id, kind, app_type, type, schedule_key, request, send_at, created_at, state, superseded_by, finished_at, error
         """
 
-    /// The app's pending schedule with this key becomes superseded by a new one:
-    /// 1 the new one's id, 2 now, 3 the app, 4 the key; returns the old one's id.
+    /// The app's pending schedule of this kind with this key becomes superseded by a
+    /// new one: 1 the new one's id, 2 now, 3 the app, 4 the key, 5 the kind
+    /// (`notification` or `live_activity`: a key names a schedule of one kind);
+    /// returns the old one's id.
     static let supersedeSchedule = Spelling(
         sqlite: """
             UPDATE scheduled_notifications SET state = 'superseded', superseded_by = ?1, finished_at = ?2
-            WHERE app_type = ?3 AND schedule_key = ?4 AND state = 'scheduled' RETURNING id
+            WHERE app_type = ?3 AND schedule_key = ?4 AND kind = ?5 AND state = 'scheduled' RETURNING id
             """,
         postgres: """
             UPDATE scheduled_notifications SET state = 'superseded', superseded_by = $1, finished_at = $2
-            WHERE app_type = $3 AND schedule_key = $4 AND state = 'scheduled' RETURNING id
+            WHERE app_type = $3 AND schedule_key = $4 AND kind = $5 AND state = 'scheduled' RETURNING id
             """)
+
+    /// PostgreSQL only (SQLite has one writer at a time): the key's transaction-scoped
+    /// lock, taken before the supersede, so that two schedules with one key, on any
+    /// instances, go one after the other. Under READ COMMITTED the second's UPDATE
+    /// could not see a row the first inserted and has not committed; it would then
+    /// supersede nothing, and its insert would fail on the pending keys' unique
+    /// index. With the lock, its UPDATE starts after that commit and sees the row.
+    /// 1 the app, 2 the kind, 3 the key. Two names with one hash only wait on each other.
+    static let lockScheduleKey = """
+        SELECT pg_advisory_xact_lock(hashtextextended('schedule' || chr(31) || $1 || chr(31) || $2 || chr(31) || $3, 0))
+        """
 
     /// 1 id, 2 kind, 3 app, 4 type, 5 key, 6 request, 7 send_at, 8 now.
     static let insertSchedule = Spelling(

@@ -1,17 +1,23 @@
 import PostgresNIO
 
 extension PostgresStore: ScheduledSends {
-    /// As SQLite's. Two instances scheduling the same key at once: the unique index
-    /// of pending keys makes the second wait, then supersede the first's.
+    /// As SQLite's. Schedules with one key, on any instances, take the key's lock
+    /// first (`Statements.lockScheduleKey`): each supersedes the one committed before it.
     public func schedule(_ s: NewSchedule, now: Int64) async throws(StoreError) -> String? {
         try await transaction("schedule a notification") { db in
             var superseded: String?
             if let key = s.scheduleKey {
-                var binds = PostgresBindings(capacity: 4)
+                var lock = PostgresBindings(capacity: 3)
+                lock.append(s.appType)
+                lock.append(s.kind)
+                lock.append(key)
+                try await db.run(PostgresQuery(unsafeSQL: Statements.lockScheduleKey, binds: lock))
+                var binds = PostgresBindings(capacity: 5)
                 binds.append(s.id)
                 binds.append(now)
                 binds.append(s.appType)
                 binds.append(key)
+                binds.append(s.kind)
                 superseded = try await db.rows(PostgresQuery(unsafeSQL: Statements.supersedeSchedule.postgres, binds: binds))
                     .first?.get(0, String.self)
             }
