@@ -171,7 +171,7 @@ let package = Package(
 // the same smaller manifest, so swift-docc-plugin stays in it.
 
 if Context.environment["APNS_CORE_ONLY"] != nil {
-    let core: Set<String> = ["CAPNs", "CAPNsMock", "CBuildInfo", "APNs", "APNsMock", "apns-send", "apns-mock",
+    let core: Set<String> = ["CAPNs", "CAPNsMock", "CBuildInfo", "BuildCommit", "BuildCommitPlugin", "APNs", "APNsMock", "apns-send", "apns-mock",
                              "TestSupport", "CAPNsTests", "APNsMockTests", "APNsTests"]
     let coreDependencies = ["swift-log", "swift-metrics", "swift-service-lifecycle", "swift-argument-parser",
                             "swift-docc-plugin"]
