@@ -96,8 +96,7 @@ struct MockCommand: ParsableCommand {
             writeAll("apns-mock: \(error)\n", to: STDERR_FILENO)
             throw ExitCode(2)
         }
-        writeAll("listening on \(host):\(server.port)\n", to: STDOUT_FILENO)
-        serve(server, statsPath: stats)
+        serve(server, statsPath: stats, announce: "listening on \(host):\(server.port)\n")
     }
 
     func makeConfiguration() throws -> MockConfiguration {

@@ -5,7 +5,10 @@ import Glibc
 
 /// Serves until SIGINT or SIGTERM; SIGUSR1 dumps statistics without stopping.
 /// Signals arrive as Dispatch sources, so no handler runs in signal context.
-func serve(_ server: MockServer, statsPath: String?) -> Never {
+/// `announce` is written only once they are in place: a caller that signals as soon
+/// as it reads the line must not find SIGUSR1 still at its default (which ends the
+/// process) or ignored before its source listens.
+func serve(_ server: MockServer, statsPath: String?, announce: String) -> Never {
     func dump() {
         let json = server.statisticsJSON() + "\n"
         if let statsPath {
@@ -29,5 +32,6 @@ func serve(_ server: MockServer, statsPath: String?) -> Never {
         source.resume()
         sources.append(source)
     }
+    writeAll(announce, to: STDOUT_FILENO)
     withExtendedLifetime(sources) { dispatchMain() }
 }
