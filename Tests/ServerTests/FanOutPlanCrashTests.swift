@@ -14,7 +14,7 @@ import TestSupport
         let production = try Harness.mock(sandbox: false) { $0.recordCap = 50_000 }
         defer { production.stop() }
         var options = ServerProcess.Options()
-        // Parts of 100 users: the plan takes many transactions, and the kill lands
+        // Parts of 100 users: the plan takes 100 transactions, and the kill lands
         // between two of them.
         options.fanOutPart = 100
         // A dead instance's mark runs out after a lease (PostgreSQL; SQLite discards
@@ -29,15 +29,13 @@ import TestSupport
         let scalar = { (sql: String) async throws -> Int64 in try await store.scalar(sql) ?? 0 }
         try await store.migrate()
 
-        let count = 20_000
+        let count = 10_000
         let tokens = Harness.tokens(count, seed: 57)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        for start in stride(from: 0, to: count, by: 5_000) {
-            _ = try await store.register((start..<start + 5_000).map {
-                DeviceRegistration(userID: "plan-\($0)", companyID: "plan-co", token: tokens[$0], platform: "ios",
-                                   appType: "staff")
-            }, maxActive: 20, now: now)
-        }
+        _ = try await store.register((0..<count).map {
+            DeviceRegistration(userID: "plan-\($0)", companyID: "plan-co", token: tokens[$0], platform: "ios",
+                               appType: "staff")
+        }, maxActive: 20, now: now)
         try await server.start()
         let request = #"{"type":"order_created","app_type":"staff","company_id":"plan-co","alert":{"title":"t","body":"b"}}"#
         let post = Task { await server.backend("POST", "/v1/notifications", request) }

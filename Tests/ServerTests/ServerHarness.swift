@@ -95,7 +95,7 @@ final class ServerProcess: @unchecked Sendable {
         var fanOutPart: Int?
         /// `worker.handoff_limit`: nil, the default.
         var handoffLimit: Int?
-        var pollMillis = 50
+        var pollMillis = 250
         var logLevel = "warning"
         var extraTopLevel = ""
         var maxAttempts = 25
