@@ -25,9 +25,9 @@
 #   make fuzz      every libFuzzer harness, FUZZ_SECONDS each (default 60)
 #   make sanitize  ASan/UBSan tests of the shim and the mock, a leak check of LEAK_REQUESTS
 #                  (default 100k) requests per transport
-#   make docs      the DocC catalogs of the APNs and APNsMock libraries, every DocC warning an
-#                  error and every public symbol documented (scripts/docs.sh; archives in
-#                  .build-docs/docs/); make test builds them too
+#   make docs      the DocC catalogs of the APNs and APNsMock libraries (the toolchain's docc),
+#                  every DocC warning an error and every public symbol documented
+#                  (scripts/docs.sh; archives in .build-docs/docs/); make test builds them too
 #   make bench     h2load, apns-send, apns-bench (and aioapns) on apns-mock: BENCHMARKS.md
 
 SWIFT      ?= swift

@@ -41,8 +41,6 @@ let package = Package(
         // apns-server's webhooks (HTTP/1.1 and HTTP/2 over TLS, with timeouts); already in
         // the graph through Hummingbird's test support.
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.30.0"),
-        // `swift package generate-documentation` for the DocC catalogs (scripts/docs.sh).
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // The sender's hot path: ES256 provider tokens (OpenSSL) and HTTP/2 transports.
@@ -167,14 +165,13 @@ let package = Package(
 // scripts/sanitize.sh checks the C shim, the mock and the engine under AddressSanitizer:
 // with APNS_CORE_ONLY set, the manifest holds only those and their tests, so that its
 // sanitized build does not compile the service's dependencies (NIO, BoringSSL, SQLite,
-// PostgreSQL), which it never runs. scripts/docs.sh builds the libraries' DocC catalogs on
-// the same smaller manifest, so swift-docc-plugin stays in it.
+// PostgreSQL), which it never runs. scripts/docs.sh builds the libraries for their DocC
+// catalogs on the same smaller manifest.
 
 if Context.environment["APNS_CORE_ONLY"] != nil {
     let core: Set<String> = ["CAPNs", "CAPNsMock", "CBuildInfo", "BuildCommit", "BuildCommitPlugin", "APNs", "APNsMock", "apns-send", "apns-mock",
                              "TestSupport", "CAPNsTests", "APNsMockTests", "APNsTests"]
-    let coreDependencies = ["swift-log", "swift-metrics", "swift-service-lifecycle", "swift-argument-parser",
-                            "swift-docc-plugin"]
+    let coreDependencies = ["swift-log", "swift-metrics", "swift-service-lifecycle", "swift-argument-parser"]
     package.targets.removeAll { !core.contains($0.name) }
     package.products.removeAll { !core.contains($0.name) }
     package.dependencies.removeAll { dependency in

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # The DocC catalogs of the two libraries (Sources/APNs/Docs.docc, Sources/APNsMock/Docs.docc),
-# built with swift-docc-plugin, every DocC warning an error (a symbol link that does not
+# converted by the toolchain's docc, every DocC warning an error (a symbol link that does not
 # resolve, a Topics entry that names nothing, a malformed directive, ...). DocC itself
 # does not warn about a symbol without documentation, so two more checks fail the run:
 #   - every public symbol declared in the libraries' sources has a doc comment of its
 #     own (one inherited from a protocol requirement, `description`'s, does not count);
 #   - every top-level public symbol is curated under the landing page's Topics.
-# Only the core targets are built (APNS_CORE_ONLY: see the end of Package.swift), in a
-# scratch path of their own; the archives are left in .build-docs/docs/.
-#   scripts/docs.sh            Env: SWIFT (default swift), DOCS_SCRATCH (default .build-docs)
+# The symbol graphs come from the compiler (-emit-symbol-graph, public symbols, extension
+# blocks: what swift-docc-plugin's generate-documentation asks for). scripts/sanitize.sh's
+# build emits them too, so make test converts those and compiles nothing again; on its
+# own this script builds the two libraries (APNS_CORE_ONLY: see the end of Package.swift)
+# in a scratch path of its own. The archives are left in .build-docs/docs/.
+#   scripts/docs.sh [--symbol-graphs DIR]
+#     DIR: the symbol graphs a build emitted (the sanitized build's: .build-asan/symbol-graphs)
+# Env: SWIFT (default swift), DOCS_SCRATCH (default .build-docs)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -16,33 +21,56 @@ swift=${SWIFT:-swift}
 scratch=${DOCS_SCRATCH:-.build-docs}
 targets=(APNs APNsMock)
 out="$scratch/docs"
+graphs=
+case "${1:-}" in
+  --symbol-graphs) graphs=${2:?"usage: $0 [--symbol-graphs DIR]"} ;;
+  "") ;;
+  *) echo "usage: $0 [--symbol-graphs DIR]" >&2; exit 2 ;;
+esac
 
-# The versions the full manifest resolved (make test resolves first), never written here:
-# a build beside this one may be reading Package.resolved.
-grep -q swift-docc-plugin Package.resolved 2>/dev/null || "$swift" package resolve
+# shellcheck source=lib/symbol-graphs.sh
+source scripts/lib/symbol-graphs.sh
+
+if [ -z "$graphs" ]; then
+  graphs="$root/$scratch/symbol-graphs"
+  mkdir -p "$graphs"
+  # The versions the full manifest resolved, never written here: a build beside this
+  # one may be reading Package.resolved.
+  [ -f Package.resolved ] || "$swift" package resolve
+  symbol_graph_flags "$graphs"
+  for target in "${targets[@]}"; do
+    APNS_CORE_ONLY=1 "$swift" build --scratch-path "$scratch" --only-use-versions-from-resolved-file \
+      --target "$target" "${symbol_graph_flags_out[@]}"
+  done
+fi
+
+docc=$(dirname "$(readlink -f "$(command -v "$swift")")")/docc
 rm -rf "$out"
 mkdir -p "$out"
-# One invocation for both (the package is loaded once); with several targets the plugin
-# puts each archive in the output directory as TARGET.doccarchive. --disable-indexing:
-# no IDE index, which nothing here reads.
-target_args=()
-for target in "${targets[@]}"; do target_args+=(--target "$target"); done
-APNS_CORE_ONLY=1 "$swift" package --scratch-path "$scratch" --only-use-versions-from-resolved-file \
-  --allow-writing-to-directory "$out" \
-  generate-documentation "${target_args[@]}" --disable-indexing --warnings-as-errors --output-path "$out"
+for target in "${targets[@]}"; do
+  # Each module's own graphs (TARGET.symbols.json, TARGET@Swift.symbols.json for its
+  # extensions of another module's types), apart from every other module's.
+  mkdir -p "$out/graphs/$target"
+  for graph in "$graphs/$target.symbols.json" "$graphs/$target"@*.symbols.json; do
+    if [ -f "$graph" ]; then cp "$graph" "$out/graphs/$target/"; fi
+  done
+  [ -f "$out/graphs/$target/$target.symbols.json" ] || { echo "docs.sh: no symbol graph of $target in $graphs" >&2; exit 1; }
+  "$docc" convert "Sources/$target/Docs.docc" --fallback-display-name "$target" --fallback-bundle-identifier "$target" \
+    --additional-symbol-graph-dir "$out/graphs/$target" --output-path "$out/$target.doccarchive" --warnings-as-errors \
+    >"$out/$target.log" 2>&1 || { cat "$out/$target.log" >&2; echo "docs.sh: docc convert $target failed" >&2; exit 1; }
+done
 
-
-# The symbol graphs the plugin extracted (public symbols only) against the sources and
-# the landing pages (Docs.docc/index.md).
-python3 - "$scratch" "$out" "${targets[@]}" <<'EOF'
+# The symbol graphs (public symbols only) against the sources and the landing pages
+# (Docs.docc/index.md).
+python3 - "$out" "${targets[@]}" <<'EOF'
 import glob, json, os, re, sys
 
-scratch, out, targets = sys.argv[1], sys.argv[2], sys.argv[3:]
+out, targets = sys.argv[1], sys.argv[2:]
 problems = []
 for target in targets:
-    graphs = glob.glob(os.path.join(scratch, "*", "extracted-symbols", "*", target, "*.symbols.json"))
+    graphs = glob.glob(os.path.join(out, "graphs", target, "*.symbols.json"))
     if not graphs:
-        problems.append(f"{target}: no symbol graph under {scratch}")
+        problems.append(f"{target}: no symbol graph in {out}/graphs")
     sources = os.path.realpath(os.path.join("Sources", target)) + os.sep
     seen = set()
     top_level = set()

@@ -44,8 +44,13 @@ mkdir -p "$out"
 # not the service's dependencies (Hummingbird, NIO, BoringSSL, GRDB, PostgresNIO).
 # That smaller manifest takes the versions the full one resolved and leaves
 # Package.resolved as it is.
+# The build writes each module's symbol graph too, for make test's DocC phase (docs.sh
+# --symbol-graphs), which then compiles nothing of its own.
+# shellcheck source=lib/symbol-graphs.sh
+source scripts/lib/symbol-graphs.sh
+symbol_graph_flags "$out/symbol-graphs"
 asan=(--sanitize=address -Xcc -fsanitize=undefined -Xcc -fno-sanitize-recover=undefined
-      --scratch-path "$out" --only-use-versions-from-resolved-file)
+      --scratch-path "$out" --only-use-versions-from-resolved-file "${symbol_graph_flags_out[@]}")
 if [ "$build" = 1 ] && [ "$swift_tests" = 1 ]; then
   [ -f Package.resolved ] || swift package resolve
   echo "== swift build --build-tests ${asan[*]} (APNS_CORE_ONLY)"

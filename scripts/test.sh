@@ -11,8 +11,9 @@
 #   checks-build the fuzz harnesses and the sanitized build (fuzz.sh and sanitize.sh
 #                --build-only), then the DocC catalogs (phase docs below), compiled beside
 #                the build and the suite at the lowest CPU priority
-#   docs         both libraries' DocC catalogs, every warning an error, every public
-#                symbol documented (docs.sh; within checks-build)
+#   docs         both libraries' DocC catalogs from the symbol graphs the sanitized build
+#                wrote, every warning an error, every public symbol documented (docs.sh;
+#                within checks-build)
 #   api          schemathesis on apns-server and apns-mock against GET /openapi.json
 #                (api-test.sh), while the checks' build finishes
 #   tests-alone  ALONE, on their own once that build is done
@@ -54,7 +55,7 @@ log=.build/checks-build.log
 setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null
   exec nice -n 19 scripts/timed.sh checks-build \
     bash -c "scripts/fuzz.sh --build-only && scripts/sanitize.sh --short --build-only \
-      && scripts/timed.sh docs scripts/docs.sh"' >"$log" 2>&1 &
+      && scripts/timed.sh docs scripts/docs.sh --symbol-graphs .build-asan/symbol-graphs"' >"$log" 2>&1 &
 checks=$!
 trap 'kill -- -$checks 2>/dev/null' EXIT
 trap 'exit 130' INT TERM
