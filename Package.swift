@@ -11,6 +11,9 @@ import PackageDescription
 // release builds are optimized all the same.
 let isDependency = Context.packageDirectory.split(separator: "/").contains("checkouts")
 func cFlags(_ flags: [String]) -> [CSetting] { isDependency ? [] : [.unsafeFlags(flags)] }
+// Debug binaries are linked with lld (it comes with the toolchain): the test bundle and
+// apns-server are each some 200 MB of debug objects, which lld links in a fraction of the time.
+let debugLinker: [LinkerSetting] = isDependency ? [] : [.unsafeFlags(["-use-ld=lld"], .when(configuration: .debug))]
 let package = Package(
     name: "apns-engine",
     platforms: [.macOS(.v15)],
@@ -51,7 +54,7 @@ let package = Package(
                 // libcurl is not linked: curl_api.c opens it when first needed.
                 .linkedLibrary("nghttp2"),
                 .linkedLibrary("ssl"), .linkedLibrary("crypto"), .linkedLibrary("pthread"),
-            ]
+            ] + debugLinker
         ),
         // Mock APNs server: libnghttp2 server API + OpenSSL + epoll.
         .target(
@@ -60,7 +63,7 @@ let package = Package(
             linkerSettings: [
                 .linkedLibrary("nghttp2"), .linkedLibrary("ssl"), .linkedLibrary("crypto"),
                 .linkedLibrary("pthread"),
-            ]
+            ] + debugLinker
         ),
         .target(
             name: "APNs",
@@ -77,6 +80,9 @@ let package = Package(
         .target(name: "CBuildInfo"),
         .plugin(name: "BuildCommitPlugin", capability: .buildTool()),
         .target(name: "BuildCommit", plugins: ["BuildCommitPlugin"]),
+        // The console's page, script and style and the OpenAPI document, kept as files
+        // and compiled into the Service target as text (no resource bundle to ship).
+        .plugin(name: "EmbedAssetsPlugin", capability: .buildTool()),
         // apns-server's memory: registry, preferences, outbox, delivery log (SQLite, or PostgreSQL).
         .target(name: "Store", dependencies: [
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -108,7 +114,9 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            ]
+            ],
+            exclude: ["Console/console.html", "Console/console.js", "Console/console.css", "HTTP/OpenAPI/openapi.json"],
+            plugins: ["EmbedAssetsPlugin"]
         ),
         .executableTarget(name: "apns-server", dependencies: [
             "Service",

@@ -40,11 +40,33 @@ import Testing
         }
     }
 
+    /// The files in the source tree are what is served, byte for byte (less each file's
+    /// last line break): the build embeds them as they are, whatever quotes, #s or
+    /// backslashes they hold.
+    @Test func theServedFilesAreTheSourceTreesFiles() async throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appending(path: "../../Sources/Service").standardized
+        func file(_ path: String) throws -> String {
+            let text = try String(contentsOf: sources.appending(path: path), encoding: .utf8)
+            return text.hasSuffix("\n") ? String(text.dropLast()) : text
+        }
+        let files = try [("/console", "Console/console.html"), ("/console/console.js", "Console/console.js"),
+                         ("/console/console.css", "Console/console.css")].map { ($0.0, try file($0.1)) }
+        try await withServer(.sqlite) { server in
+            for (route, text) in files {
+                #expect(await server.request("GET", route).body == text, "\(route)")
+            }
+        }
+        let document = try file("HTTP/OpenAPI/openapi.json")
+        #expect(OpenAPIDocument.text == document)
+        #expect(OpenAPIDocument.text.contains(#"\\x20"#), "its JSON escapes stay as written")
+    }
+
     /// Every route the script calls is the public API: without a key it is the
     /// API's own 401, never a 404 (a route that does not exist) or a 200.
     @Test func theConsoleCallsOnlyThePublicAPI() async throws {
         try await withServer(.sqlite) { server in
-            let script = ConsoleScript.js
+            let script = await server.request("GET", "/console/console.js").body
             var paths: Set<String> = []
             for part in script.components(separatedBy: "\"/v1/").dropFirst() {
                 let path = "/v1/" + part.prefix { $0 != "\"" && $0 != "?" }

@@ -236,15 +236,17 @@ import TestSupport
 /// it is sent once, with its apns-id, and logged once.
 @Suite(.serialized) struct LiveActivityDurabilityTests {
     @Test func pendingLiveActivitySurvivesKillNine() async throws {
-        let port = freePort()
         let token = Harness.tokens(1, seed: 65)[0]
-        // APNs unreachable at first: the delivery stays pending, released with backoff.
-        let placeholder = try Harness.mock(sandbox: false) { $0.port = port }
-        placeholder.stop()
+        // APNs away at first: each request taken and its connection reset, never
+        // answered, so the delivery stays pending, released with backoff. The port
+        // stays this test's until the real mock takes it (a port left free could be
+        // taken by another test's mock, which would answer).
+        let away = try Harness.mock(sandbox: false) { $0.resetAfter = 1 }
+        let port = away.port
         var options = ServerProcess.Options()
         options.backoffBaseMillis = 100
         options.leaseSeconds = 2
-        let server = ServerProcess(sandbox: nil, production: placeholder, options: options)
+        let server = ServerProcess(sandbox: nil, production: away, options: options)
         try await server.start()
         await LiveActivityServerTests.registerToken(server, user: "ana", token: token, activity: "crash")
         let s = try await LiveActivityServerTests.send(server, #"{"app_type":"staff","event":"update","activity_id":"crash","content_state":{"n":1}}"#)
@@ -259,6 +261,7 @@ import TestSupport
         #expect(await server.stop(SIGKILL) == SIGKILL)
         #expect(try await server.store().outboxDepth() == 1, "still pending after the crash")
 
+        away.stop()
         let production = try Harness.mock(sandbox: false) { $0.port = port }
         defer { production.stop() }
         try await server.start()

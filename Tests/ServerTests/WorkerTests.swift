@@ -108,14 +108,15 @@ import TestSupport
     /// No answer (APNs unreachable) is not a final entry: back to the outbox with
     /// backoff, then delivered once APNs is there, with the same apns-id.
     @Test func noAnswerGoesBackToTheOutbox() async throws {
-        let port = freePort()
         let token = Harness.tokens(1, seed: 23)[0]
-        // The server's production endpoint: a port the mock takes later.
-        let placeholder = try Harness.mock(sandbox: false) { $0.port = port }
-        placeholder.stop()
+        // The server's production endpoint: at first an APNs that takes each request
+        // and resets its connection, never answering; the real mock takes its port later
+        // (a port left free could be taken by another test's mock, which would answer).
+        let away = try Harness.mock(sandbox: false) { $0.resetAfter = 1 }
+        let port = away.port
         var options = ServerProcess.Options()
         options.backoffBaseMillis = 100
-        try await withServer(.sqlite, production: placeholder, options: options) { server in
+        try await withServer(.sqlite, production: away, options: options) { server in
             await BackendAPITests.register(server, user: "later", token: token)
             let id = try await Self.notify(server, users: ["later"])
             let end = Date().addingTimeInterval(300)    // a hang guard: a loaded machine runs the worker late
@@ -128,6 +129,7 @@ import TestSupport
                 try await Task.sleep(for: .milliseconds(100))
             }
             #expect(attempts >= 2, "released and tried again")
+            away.stop()
             let production = try Harness.mock(sandbox: false) { $0.port = port }
             defer { production.stop() }
             try await server.drained()

@@ -1,20 +1,25 @@
 import HTTPTypes
 import Hummingbird
 
-/// The support console: three static files compiled into the binary (no bundle
-/// beside it, nothing fetched from elsewhere), served at `/console`. They hold no
+/// The support console: three static files beside this one (console.html, console.js,
+/// console.css), compiled into the binary (`EmbeddedAssets`: no bundle beside it,
+/// nothing fetched from elsewhere), served at `/console`. The page is a sign-in form,
+/// a look-up form and the view the script fills in from the backend API's answers;
+/// text from the API is only ever set as text, never parsed as HTML. They hold no
 /// data and no secret: every figure on the page comes from the backend API, with
 /// the API key the engineer types, kept in the tab's sessionStorage and sent as
 /// the bearer. So the pages need no credential, and the API answers a wrong key
 /// with the same 401 it gives anyone.
 struct ConsoleRoutes: Sendable {
     func register(on router: Router<ServiceContext>) {
-        let page = Self.response(ConsolePage.html, type: "text/html; charset=utf-8")
+        let page = Self.response(EmbeddedAssets.consoleHTML, type: "text/html; charset=utf-8")
         // "/console/" too: the router reads a path's parts, not its trailing slash.
         router.get("console") { _, _ in page }
-        router.get("console/console.css") { _, _ in Self.response(ConsoleStyle.css, type: "text/css; charset=utf-8") }
+        router.get("console/console.css") { _, _ in
+            Self.response(EmbeddedAssets.consoleCSS, type: "text/css; charset=utf-8")
+        }
         router.get("console/console.js") { _, _ in
-            Self.response(ConsoleScript.js, type: "text/javascript; charset=utf-8")
+            Self.response(EmbeddedAssets.consoleJS, type: "text/javascript; charset=utf-8")
         }
     }
 

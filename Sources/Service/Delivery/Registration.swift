@@ -1,3 +1,4 @@
+import APNs
 import Store
 
 /// The body both `POST /api/user/device-token` and `POST /v1/users/{id}/device-tokens`
@@ -49,20 +50,12 @@ enum Registration {
         return token
     }
 
-    /// Lower-case hex, 64 to 200 digits, an even count; nil otherwise.
-    static func normalizeToken(_ token: String) -> String? {
-        let utf8 = token.utf8
-        guard (64...200).contains(utf8.count), utf8.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(utf8.count)
-        for c in utf8 {
-            switch c {
-            case 0x30...0x39, 0x61...0x66: out.append(c)
-            case 0x41...0x46: out.append(c + 32)
-            default: return nil
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
+    /// The library's rule (`DeviceToken`: 64 to 200 hex digits, an even count, any
+    /// case), as lower-case hex; nil otherwise. The API takes no white space around a
+    /// token, which the library forgives in a file of tokens.
+    static func normalizeToken(_ text: String) -> String? {
+        guard let token = DeviceToken(text), token.hex.utf8.count == text.utf8.count else { return nil }
+        return token.hex
     }
 
     /// An optional free-text field: a string of at most 256 bytes, or absent/null.

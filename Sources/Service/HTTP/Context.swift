@@ -8,6 +8,9 @@ struct ServiceContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     var user: UserIdentity?
     var apiKey: APIKey?
+    /// The request's `Idempotency-Key`, checked by `IdempotencyKeyMiddleware` on the
+    /// routes that create work; nil without one (and on every other route).
+    var idempotencyKey: String?
     /// The peer's IP address; nil where there is none (an in-process test).
     let remoteAddress: String?
     /// Filled by the routes as they learn it; read by `AuditMiddleware` once the

@@ -41,18 +41,6 @@ struct IdempotencyGate: Sendable {
         var body: JSON
     }
 
-    /// The request's key, checked (1 to 255 bytes of visible ASCII); nil without one.
-    static func key(_ request: Request) throws(APIError) -> String? {
-        guard let value = request.headers[header] else { return nil }
-        guard !value.isEmpty, value.utf8.count <= maxKeyBytes else {
-            throw .badRequest("Idempotency-Key must be 1 to \(maxKeyBytes) bytes")
-        }
-        guard value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) else {
-            throw .badRequest("Idempotency-Key must be printable ASCII")
-        }
-        return value
-    }
-
     /// Runs `work` once per key and answers every request with that key alike.
     /// Without a key, `work` runs with a new resource id. `work` gets the id to give
     /// what it creates, and whether an earlier holder of the key may have created
@@ -63,7 +51,7 @@ struct IdempotencyGate: Sendable {
     func run(_ request: Request, context: ServiceContext, body: JSON,
              _ work: (_ resourceID: String, _ resumed: Bool) async throws -> Answer) async throws -> Response {
         let newID = UUID().uuidString.lowercased()
-        guard let key = try Self.key(request) else {
+        guard let key = context.idempotencyKey else {
             context.audit.target = newID
             let answer = try await work(newID, false)
             return JSONResponse.make(answer.status, answer.body)
@@ -138,5 +126,30 @@ struct IdempotencyGate: Sendable {
     static func fingerprint(method: String, path: String, body: JSON) -> String {
         HMACSHA256.hex(HMACSHA256.mac(key: Array("apns-server idempotency request".utf8),
                                       Array("\(method) \(path)\n".utf8) + body.bytes))
+    }
+}
+
+/// Reads `Idempotency-Key` once, before the route: 1 to 255 bytes of visible ASCII
+/// into `ServiceContext.idempotencyKey`, or a 400 before anything is read or stored.
+/// On the routes that create work (behind the API key's own middleware); others
+/// ignore the header.
+struct IdempotencyKeyMiddleware: RouterMiddleware {
+    func handle(_ request: Request, context: ServiceContext,
+                next: (Request, ServiceContext) async throws -> Response) async throws -> Response {
+        var context = context
+        context.idempotencyKey = try Self.key(request)
+        return try await next(request, context)
+    }
+
+    /// The request's key, checked; nil without one.
+    static func key(_ request: Request) throws(APIError) -> String? {
+        guard let value = request.headers[IdempotencyGate.header] else { return nil }
+        guard !value.isEmpty, value.utf8.count <= IdempotencyGate.maxKeyBytes else {
+            throw .badRequest("Idempotency-Key must be 1 to \(IdempotencyGate.maxKeyBytes) bytes")
+        }
+        guard value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) else {
+            throw .badRequest("Idempotency-Key must be printable ASCII")
+        }
+        return value
     }
 }

@@ -16,9 +16,10 @@ struct BackendRoutes: Sendable {
     func register(on router: Router<ServiceContext>) {
         let read = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth, permission: .read))
         let send = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth, permission: .send))
+        let creating = send.group().add(middleware: IdempotencyKeyMiddleware())
         send.post("users/:user_id/device-tokens", use: registerDevice)
-        send.post("device-tokens", use: registerDevices)
-        send.post("notifications", use: notify)
+        creating.post("device-tokens", use: registerDevices)
+        creating.post("notifications", use: notify)
         read.get("notifications/:id", use: notification)
         send.delete("notifications/:id", use: cancel)
         read.get("deliveries", use: delivery)
@@ -46,7 +47,6 @@ struct BackendRoutes: Sendable {
     /// stored. Then all are stored in one transaction: a refused entry (409) or a
     /// store that fails (500) leaves none of them stored.
     @Sendable func registerDevices(_ request: Request, context: ServiceContext) async throws -> Response {
-        _ = try IdempotencyGate.key(request)
         let body = BodyReader(limit: Self.bulkBodyLimit(config), deadline: self.body.deadline)
         let json = try await body.object(request)
         guard case .array(let items)? = json["devices"], items.count <= Self.maxBulkDevices else {
@@ -101,7 +101,6 @@ struct BackendRoutes: Sendable {
     }
 
     @Sendable func notify(_ request: Request, context: ServiceContext) async throws -> Response {
-        _ = try IdempotencyGate.key(request)
         let json = try await body.object(request)
         let checked = try fanOut.parse(json)
         try context.authorize(app: checked.app.appType)

@@ -25,11 +25,12 @@ struct ChannelRoutes: Sendable {
     func register(on router: Router<ServiceContext>) {
         let reading = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth, permission: .read))
         let sending = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth, permission: .send))
-        sending.post("channels", use: create)
+        let creating = sending.group().add(middleware: IdempotencyKeyMiddleware())
+        creating.post("channels", use: create)
         reading.get("channels", use: list)
         reading.get("channels/:app_type/:entity_type/:entity_id", use: read)
         sending.delete("channels/:app_type/:entity_type/:entity_id", use: delete)
-        sending.post("channels/:app_type/:entity_type/:entity_id/broadcasts", use: broadcast)
+        creating.post("channels/:app_type/:entity_type/:entity_id/broadcasts", use: broadcast)
         reading.get("broadcasts/:id", use: broadcastLog)
         let app = router.group("api/user").add(middleware: UserAuthMiddleware(auth: auth))
         app.get("live-activity-channel", use: channelForApp)
@@ -38,7 +39,6 @@ struct ChannelRoutes: Sendable {
     // MARK: Backend
 
     @Sendable func create(_ request: Request, context: ServiceContext) async throws -> Response {
-        _ = try IdempotencyGate.key(request)
         let json = try await body.object(request)
         guard let appType = json["app_type"]?.stringValue else { throw APIError.badRequest("app_type is required") }
         let key = try Self.key(appType: appType, entityType: json["entity_type"]?.stringValue,
@@ -125,7 +125,6 @@ struct ChannelRoutes: Sendable {
     /// relevance_score?, alert?, priority? (10, 5 or 1), expiration?}` to the entity's
     /// channel; 202 once recorded.
     @Sendable func broadcast(_ request: Request, context: ServiceContext) async throws -> Response {
-        _ = try IdempotencyGate.key(request)
         let json = try await body.object(request)
         let key = try pathKey(request, context, environment: json["environment"])
         _ = try client(key)

@@ -20,7 +20,7 @@ struct LiveActivityRoutes: Sendable {
         app.get("live-activity-tokens", use: listTokens)
         let backend = router.group("v1").add(middleware: APIKeyMiddleware(auth: auth, permission: .send))
         backend.post("users/:user_id/live-activity-tokens", use: registerForUser)
-        backend.post("live-activities", use: send)
+        backend.group().add(middleware: IdempotencyKeyMiddleware()).post("live-activities", use: send)
     }
 
     /// `{pushToken, appType, attributesType, activityId?, environment?}`: with an
@@ -113,7 +113,6 @@ struct LiveActivityRoutes: Sendable {
     }
 
     @Sendable func send(_ request: Request, context: ServiceContext) async throws -> Response {
-        _ = try IdempotencyGate.key(request)
         let sender = LiveActivitySend(config: config, store: store, clock: clock)
         let json = try await body.object(request)
         let checked = try sender.parse(json)
