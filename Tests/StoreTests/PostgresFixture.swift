@@ -54,7 +54,11 @@ func withPostgres<T>(_ body: (PostgresStore) async throws -> T) async throws -> 
 
 /// Several stores (instances) on one new migrated database, closed after `body`.
 func withPostgres<T>(instances: Int, _ body: ([PostgresStore]) async throws -> T) async throws -> T {
-    let url = try await newMigratedDatabase()
+    try await withPostgres(url: try await newMigratedDatabase(), instances: instances, body)
+}
+
+/// Several stores (instances) on the database at `url`, closed after `body`, whatever it does.
+func withPostgres<T>(url: String, instances: Int, _ body: ([PostgresStore]) async throws -> T) async throws -> T {
     let stores = try (0..<instances).map { _ in try PostgresStore(url: url) }
     do {
         let result = try await body(stores)
