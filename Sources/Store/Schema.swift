@@ -1,5 +1,3 @@
-import PostgresNIO
-
 /// One step of the schema, in both dialects. Step n means the same on SQLite and on
 /// PostgreSQL: the same tables, columns and indexes with the same meanings, only
 /// spelled for each engine. A step is never edited once released: a change is a new
@@ -10,7 +8,7 @@ struct SchemaStep: Sendable {
     let name: String
     let sqlite: String
     /// Statements one by one (PostgreSQL's extended protocol runs one per query).
-    let postgres: [PostgresQuery]
+    let postgres: [String]
 }
 
 /// The store's schema history, written once. SQLite records how many steps it has
@@ -1112,18 +1110,18 @@ enum Schema {
         """,
         postgres: [
         """
-        DELETE FROM live_activities a WHERE activity_id ~ '\(unescaped: uuidPattern)' AND EXISTS (
+        DELETE FROM live_activities a WHERE activity_id ~ '\(uuidPattern)' AND EXISTS (
             SELECT 1 FROM live_activities o
             WHERE o.app_type = a.app_type AND lower(o.activity_id) = lower(a.activity_id)
               AND (o.created_at, o.activity_id) < (a.created_at, a.activity_id))
         """,
         """
         UPDATE live_activities SET activity_id = lower(activity_id)
-            WHERE activity_id ~ '\(unescaped: uuidPattern)' AND activity_id <> lower(activity_id)
+            WHERE activity_id ~ '\(uuidPattern)' AND activity_id <> lower(activity_id)
         """,
         """
         UPDATE live_activity_tokens SET activity_id = lower(activity_id)
-            WHERE activity_id ~ '\(unescaped: uuidPattern)' AND activity_id <> lower(activity_id)
+            WHERE activity_id ~ '\(uuidPattern)' AND activity_id <> lower(activity_id)
         """,
         ])
 

@@ -1,13 +1,10 @@
-import GRDB
-
-// `WaitViewStore` on SQLite (statements and mapping in `WaitStatements`).
-
-extension SQLiteStore {
+/// `WaitViewStore`, once for both engines (statements and mapping in `WaitStatements`).
+extension StoreEngine {
     public func outboxPlaces(apnsIDs: [String]) async throws(StoreError) -> [String: OutboxPlace] {
         guard !apnsIDs.isEmpty else { return [:] }
-        return try await read("read outbox places") { db in
+        return try await reading("read outbox places") { c in
             var places: [String: OutboxPlace] = [:]
-            for row in try Row.fetchAll(db, sql: Statements.outboxPlaces.sqlite, arguments: [jsonArray(apnsIDs)]) {
+            for row in try await c.rows(Statements.outboxPlaces, [StoreValue.list(apnsIDs)]) {
                 let place = try OutboxPlace(row)
                 places[place.apnsID] = place
             }
@@ -16,17 +13,17 @@ extension SQLiteStore {
     }
 
     public func notificationPayload(id: String) async throws(StoreError) -> [UInt8]? {
-        try await read("read notification \(id)'s payload") { db in
-            try Row.fetchOne(db, sql: Statements.notificationPayload.sqlite, arguments: [id]).map { Row.array($0.bytes(0)) }
+        try await reading("read notification \(id)'s payload") { c in
+            try await c.row(Statements.notificationPayload, [id]).map { try $0.byteArray(0) }
         }
     }
 
     public func upcomingSchedules(appType: String?, limit: Int,
                                   after: TimeCursor?) async throws(StoreError) -> Page<ScheduleRow, TimeCursor> {
-        try await read("list upcoming schedules") { db in
+        try await reading("list upcoming schedules") { c in
             let cursor = after ?? Page<ScheduleRow, TimeCursor>.start
-            let rows = try Row.fetchAll(db, sql: Statements.upcomingSchedules.sqlite,
-                                        arguments: [appType, cursor.millis, cursor.id, limit + 1]).map(ScheduleRow.init)
+            let rows = try await c.rows(Statements.upcomingSchedules, [appType, cursor.millis, cursor.id, limit + 1])
+                .map(ScheduleRow.init)
             return Page(upcoming: rows, limit: limit)
         }
     }

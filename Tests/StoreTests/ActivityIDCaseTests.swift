@@ -31,7 +31,7 @@ import TestSupport
                 """)
             switch kind {
             case .sqlite: try await store.execute(Schema.v20.sqlite)
-            case .postgres: for statement in Schema.v20.postgres { try await store.execute(statement.sql) }
+            case .postgres: for statement in Schema.v20.postgres { try await store.execute(statement) }
             }
             let owners = try await store.texts("SELECT activity_id, user_id FROM live_activities ORDER BY created_at")
             #expect(owners == [[lower, "owner"], [other.lowercased(), "solo"], ["Order-7", "named"]])

@@ -4,6 +4,27 @@
 struct Spelling: Sendable {
     let sqlite: String
     let postgres: String
+
+    init(sqlite: String, postgres: String) {
+        self.sqlite = sqlite
+        self.postgres = postgres
+    }
+
+    /// A statement both engines spell alike, written with PostgreSQL's `$1`, `$2`…
+    /// (SQLite's `?1`, `?2`… are made from them): no casts, no engine's own
+    /// functions, so what is written once is the same statement on both.
+    init(_ both: String) {
+        postgres = both
+        var sqlite = ""
+        var rest = Substring(both)
+        while let dollar = rest.firstIndex(of: "$") {
+            sqlite += rest[..<dollar]
+            let after = rest.index(after: dollar)
+            sqlite += after < rest.endIndex && rest[after].isNumber ? "?" : "$"
+            rest = rest[after...]
+        }
+        self.sqlite = sqlite + rest
+    }
 }
 
 enum Statements {

@@ -51,3 +51,8 @@ extension PostgresRandomAccessRow: StoreRow {
     func bytes(_ column: Int) throws -> ByteBuffer { try get(column) }
     static func array(_ bytes: ByteBuffer) -> [UInt8] { Array(bytes.readableBytesView) }
 }
+
+extension StoreRow {
+    /// Column `column`'s bytes, copied out of the engine's buffer.
+    func byteArray(_ column: Int) throws -> [UInt8] { Self.array(try bytes(column)) }
+}

@@ -37,7 +37,7 @@ enum PostgresMigrations {
                 try await db.run("COMMIT")
                 return true
             }
-            for statement in next.postgres { try await db.run(statement) }
+            for statement in next.postgres { try await db.run(PostgresQuery(unsafeSQL: statement)) }
             try await db.run("INSERT INTO schema_migrations (version, name) VALUES (\(next.number), \(next.name))")
             try await db.run("COMMIT")
             return false

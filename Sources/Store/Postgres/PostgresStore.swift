@@ -70,14 +70,14 @@ public final class PostgresStore: DeliveryStore {
     /// One transaction on one pooled connection: committed when `body` returns,
     /// rolled back when it throws. A deadlock or serialization failure (the server
     /// chose this transaction as the victim) is run again, twice at most.
-    func transaction<T: Sendable>(_ doing: String,
+    func transaction<T: Sendable>(_ doing: String, begin: PostgresQuery = "BEGIN",
                                   _ body: @Sendable (PostgresConnection) async throws -> T) async throws(StoreError) -> T {
         var attempt = 0
         while true {
             attempt += 1
             do {
                 return try await client.withConnection { connection in
-                    try await connection.run("BEGIN")
+                    try await connection.run(begin)
                     do {
                         let value = try await body(connection)
                         try await connection.run("COMMIT")

@@ -1,0 +1,48 @@
+/// One engine's connection inside a transaction, as the store's policy sees it: a
+/// statement by its `Spelling`, with arguments, and its rows read by position. The
+/// policy is written once over this; each engine's driver only runs statements.
+protocol StoreConnection {
+    associatedtype Row: StoreRow
+    /// Which engine, for the few policies that differ by a capability rather than a
+    /// spelling (see `Engine`).
+    var engine: Engine { get }
+    /// The statement's rows, read whole.
+    func rows(_ statement: Spelling, _ arguments: [any StoreBindable]) async throws -> [Row]
+    /// A statement whose rows do not matter.
+    func run(_ statement: Spelling, _ arguments: [any StoreBindable]) async throws
+}
+
+extension StoreConnection {
+    /// The first row, if any.
+    func row(_ statement: Spelling, _ arguments: [any StoreBindable]) async throws -> Row? {
+        try await rows(statement, arguments).first
+    }
+
+    /// The first column of the first row, as an integer (a count, an id), if any.
+    func int64(_ statement: Spelling, _ arguments: [any StoreBindable]) async throws -> Int64? {
+        try await rows(statement, arguments).first.map { try $0.optionalInt64(0) } ?? nil
+    }
+}
+
+/// The engines, named where a policy asks what one can do.
+enum Engine: Sendable {
+    /// One writer at a time (the file's lock): no row locks, no SKIP LOCKED.
+    case sqlite
+    /// Many writers: row locks, `FOR UPDATE SKIP LOCKED`, advisory locks.
+    case postgres
+}
+
+/// A store on one engine: its transactions, in which the policy runs. `doing` names
+/// the call in the one-line error a failure becomes.
+protocol StoreEngine: Sendable {
+    associatedtype Connection: StoreConnection
+    /// One write transaction: committed when `body` returns, rolled back when it
+    /// throws, and run again by the engine's own rules (PostgreSQL's deadlock and
+    /// serialization victims), so `body` must do nothing but statements.
+    func writing<T: Sendable>(_ doing: String,
+                              _ body: @escaping @Sendable (Connection) async throws -> T) async throws(StoreError) -> T
+    /// One read-only snapshot: every statement in `body` sees the same committed
+    /// state, and none waits for a writer.
+    func reading<T: Sendable>(_ doing: String,
+                              _ body: @escaping @Sendable (Connection) async throws -> T) async throws(StoreError) -> T
+}
