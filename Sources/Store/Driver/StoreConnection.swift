@@ -10,6 +10,10 @@ protocol StoreConnection {
     func rows(_ statement: Spelling, _ arguments: [any StoreBindable]) async throws -> [Row]
     /// A statement whose rows do not matter.
     func run(_ statement: Spelling, _ arguments: [any StoreBindable]) async throws
+    /// Tells idle workers of every instance that work was added, when this
+    /// transaction commits: PostgreSQL's NOTIFY; nothing on SQLite, whose one process
+    /// wakes its own workers.
+    func wakeWorkers() async throws
 }
 
 extension StoreConnection {
@@ -36,6 +40,8 @@ enum Engine: Sendable {
 /// the call in the one-line error a failure becomes.
 protocol StoreEngine: Sendable {
     associatedtype Connection: StoreConnection
+    /// Which receivers want which webhook events (see `WebhookEvents.swift`).
+    var webhookRouting: WebhookRouting { get }
     /// One write transaction: committed when `body` returns, rolled back when it
     /// throws, and run again by the engine's own rules (PostgreSQL's deadlock and
     /// serialization victims), so `body` must do nothing but statements.

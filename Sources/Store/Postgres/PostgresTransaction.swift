@@ -13,6 +13,10 @@ struct PostgresTransaction: StoreConnection {
         _ = try await rows(statement, arguments)
     }
 
+    func wakeWorkers() async throws {
+        try await connection.run("SELECT pg_notify(\(PostgresStore.workChannel), '')")
+    }
+
     static func bind(_ arguments: [any StoreBindable]) -> PostgresBindings {
         var binds = PostgresBindings(capacity: arguments.count)
         for argument in arguments {

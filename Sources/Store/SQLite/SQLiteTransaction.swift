@@ -19,6 +19,8 @@ struct SQLiteTransaction: StoreConnection {
         try db.cachedStatement(sql: statement.sqlite).execute(arguments: Self.bind(arguments))
     }
 
+    func wakeWorkers() async throws {}
+
     static func bind(_ arguments: [any StoreBindable]) -> StatementArguments {
         StatementArguments(arguments.map { argument -> DatabaseValue in
             switch argument.storeValue {
