@@ -34,8 +34,20 @@ extension SQLiteStore {
         try await write("execute") { db in try db.execute(sql: sql) }
     }
 
-    /// Holds the write lock (an IMMEDIATE transaction) for `milliseconds`, calling
-    /// `held` once it has it.
+    /// `execute`, waiting on this thread: for a test's synchronous callback.
+    func executeWaiting(_ sql: String) throws(StoreError) {
+        do { try pool.write { try $0.execute(sql: sql) } } catch { throw StoreError(error, "execute") }
+    }
+
+    /// A copy of the database in one new file (`VACUUM INTO`), outside any transaction.
+    func vacuum(into path: String) async throws(StoreError) {
+        do {
+            try await pool.writeWithoutTransaction { try $0.execute(sql: "VACUUM INTO ?", arguments: [path]) }
+        } catch {
+            throw StoreError(error, "vacuum into \(path)")
+        }
+    }
+
     /// Holds the write lock until `released()` says so (at most a minute), calling
     /// `held()` once it has it: a test decides when the lock goes, not a timer a
     /// starved machine can outlast.

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Synchronization
 import Testing
 import TestSupport
@@ -206,8 +205,8 @@ import TestSupport
         }
         _ = FileManager.default.createFile(atPath: scratch.path("random"), contents: Data((0..<4096).map { UInt8($0 % 251) }))
         #expect(await refusal(scratch.path("random"))?.contains("is not an apns-server database") == true)
-        let other = try DatabaseQueue(path: scratch.path("other.db"))
-        try await other.write { try $0.execute(sql: "CREATE TABLE t (x); INSERT INTO t VALUES (1)") }
+        let other = try SQLiteStore(path: scratch.path("other.db"))
+        try await other.execute("CREATE TABLE t (x); INSERT INTO t VALUES (1)")
         #expect(await refusal(scratch.path("other.db"))?.contains("is not an apns-server database (it has no table") == true)
         #expect(await refusal(scratch.path("missing.db"))?.contains("does not exist") == true)
         #expect(!FileManager.default.fileExists(atPath: scratch.path("missing.db")))
@@ -244,14 +243,15 @@ import TestSupport
         let scratch = Scratch()
         let sqlite = try await Self.filledSQLite(scratch)
         let url = try PostgresStore.Configuration(url: try await suiteCluster().newDatabase())
-        // A server's write in progress: its transaction holds the lock across calls.
-        var config = Configuration()
-        config.allowsUnsafeTransactions = true
-        let server = try DatabaseQueue(path: sqlite.path, configuration: config)
-        try await server.writeWithoutTransaction { try $0.execute(sql: "BEGIN IMMEDIATE") }
+        // A server's write in progress: another store on the file holds its write lock.
+        let server = try SQLiteStore(path: sqlite.path, busyTimeout: .milliseconds(10))
+        let (held, release) = (Flag(), Flag())
+        let holding = Task { try await server.holdWriteLock(held: { held.set() }, until: { release.isSet }) }
+        while !held.isSet { try await Task.sleep(for: .milliseconds(5)) }
         let refusal = await #expect(throws: StoreCopy.Refusal.self) { try await StoreCopy(from: sqlite.path, to: url).run { _ in } }
         #expect(refusal?.description.contains("is in use") == true, "\(String(describing: refusal))")
-        try await server.writeWithoutTransaction { try $0.execute(sql: "ROLLBACK") }
+        release.set()
+        try await holding.value
         let postgres = PostgresStore(url)
         #expect(try await postgres.scalar("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()") == 0)
 
@@ -260,19 +260,17 @@ import TestSupport
         let counts = try await StoreCopy(from: sqlite.path, to: url, options: StoreCopy.Options(batchSize: 2)).run { _ in
             let outcome: String
             do {
-                try server.write { try $0.execute(sql: "UPDATE devices SET device_name = 'written' WHERE id = 1") }
+                try server.executeWaiting("UPDATE devices SET device_name = 'written' WHERE id = 1")
                 outcome = "written"
-            } catch let error as DatabaseError {
-                outcome = error.resultCode == .SQLITE_BUSY ? "busy" : "\(error)"
             } catch {
-                outcome = "\(error)"
+                outcome = (error as? StoreError)?.isTemporary == true ? "busy" : "\(error)"
             }
             writes.withLock { $0.append(outcome) }
         }
         #expect(counts.filter { !$0.matches }.isEmpty, "\(counts)")
         let outcomes = writes.withLock { $0 }
         #expect(!outcomes.isEmpty && outcomes.allSatisfy { $0 == "busy" }, "\(outcomes)")
-        try await server.write { try $0.execute(sql: "UPDATE devices SET device_name = 'written' WHERE id = 1") }
+        try await server.execute("UPDATE devices SET device_name = 'written' WHERE id = 1")
         await postgres.close()
     }
 
@@ -289,7 +287,7 @@ import TestSupport
 
         // The same rows in another file: the same source.
         let moved = scratch.path("moved.db")
-        try await DatabaseQueue(path: sqlite.path).writeWithoutTransaction { try $0.execute(sql: "VACUUM INTO ?", arguments: [moved]) }
+        try await sqlite.vacuum(into: moved)
         // One value changed, no row added or removed: no longer the source copied.
         try await sqlite.execute("UPDATE devices SET device_name = 'renamed' WHERE id = 1")
         let refusal = await #expect(throws: StoreCopy.Refusal.self) { try await Self.copy(sqlite, to: url, options) }
@@ -344,4 +342,11 @@ import TestSupport
             #expect(stopped?.description.contains("run it again") == false)
         }
     }
+}
+
+/// A one-way switch two threads share.
+private final class Flag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
 }
