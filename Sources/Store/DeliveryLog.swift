@@ -1,51 +1,68 @@
-import GRDB
-
-// Reading the delivery log: what happened to a notification, or to one apns-id.
-
-extension SQLiteStore {
+/// `DeliveryLogStore`, once for both engines: what happened to a notification, or to
+/// one apns-id.
+extension StoreEngine {
+    /// One snapshot: the header, the counts and the page agree.
     public func notification(id: String, limit: Int, after: Int64?) async throws(StoreError) -> NotificationView? {
-        try await read("read notification \(id)") { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT id, type, entity_id, created_at, app_type FROM notifications WHERE id = ?",
-                                             arguments: [id])
-            else { return nil }
+        let doing = "read notification \(id)"
+        // A page of none would have no last item to name the next page by.
+        guard limit > 0 else { throw StoreError("\(doing): a page holds at least one delivery (limit \(limit))") }
+        return try await reading(doing) { c -> NotificationView? in
+            guard let row = try await c.row(DeliveryLogStatements.notification, [id]) else { return nil }
             var counts: [String: Int] = [:]
-            for r in try Row.fetchAll(db, sql: """
-                SELECT coalesce(r.state, d.state) AS state, count(*) AS n
-                FROM deliveries d LEFT JOIN results r ON r.delivery_id = d.id
-                WHERE d.notification_id = ? GROUP BY 1
-                """, arguments: [id]) {
-                counts[r["state"]] = r["n"]
+            for r in try await c.rows(DeliveryLogStatements.counts, [id]) {
+                counts[try r.string(0)] = try r.int(1)
             }
             // One more than asked tells whether there is a next page.
-            let take = limit == Int.max ? -1 : limit + 1
+            let take = limit == Int.max ? Int64.max : Int64(limit) + 1
             var ids: [Int64] = []
             var deliveries: [DeliveryView] = []
-            let rows = try Row.fetchCursor(db, sql: """
-                SELECT d.id AS log_id, \(DeliveryView.columns) FROM \(DeliveryView.tables)
-                WHERE d.notification_id = ? AND d.id > ? ORDER BY d.id LIMIT ?
-                """, arguments: [id, after ?? 0, take])
-            while let r = try rows.next() {
-                ids.append(r["log_id"])
-                deliveries.append(DeliveryView(row: r))
+            for r in try await c.rows(DeliveryLogStatements.page, [id, after ?? 0, take]) {
+                ids.append(try r.int64(0))
+                deliveries.append(try DeliveryView(r, from: 1))
             }
             let page = Page(rows: deliveries, limit: limit) { ids[$0] }
-            return NotificationView(id: row["id"], type: row["type"], entityID: row["entity_id"],
-                                    createdAt: row["created_at"], deliveries: page.items, counts: counts, next: page.next,
-                                    appType: row["app_type"])
+            return NotificationView(id: try row.string(0), type: try row.string(1), entityID: try row.optionalString(2),
+                                    createdAt: try row.int64(3), deliveries: page.items, counts: counts,
+                                    next: page.next, appType: try row.string(4))
         }
     }
 
     public func delivery(apnsID: String) async throws(StoreError) -> DeliveryView? {
-        try await read("read delivery \(apnsID)") { db in
-            try Row.fetchOne(db, sql: "SELECT \(DeliveryView.columns) FROM \(DeliveryView.tables) WHERE d.apns_id = ?",
-                             arguments: [apnsID]).map(DeliveryView.init(row:))
+        try await reading("read delivery \(apnsID)") { c in
+            try await c.row(DeliveryLogStatements.byAPNsID, [apnsID]).map { try DeliveryView($0) }
         }
     }
 }
 
+enum DeliveryLogStatements {
+    /// Notification 1's header: id, type, entity, creation, app.
+    static let notification = Spelling("""
+        SELECT id, type, entity_id, created_at, app_type FROM notifications WHERE id = $1
+        """)
+
+    /// How many of notification 1's deliveries are in each state.
+    static let counts = Spelling("""
+        SELECT coalesce(r.state, d.state), count(*) FROM deliveries d LEFT JOIN results r ON r.delivery_id = d.id
+        WHERE d.notification_id = $1 GROUP BY 1
+        """)
+
+    /// Notification 1's deliveries after id 2 in log order, at most 3: the id, then
+    /// `DeliveryView.columns`.
+    static let page = Spelling("""
+        SELECT d.id, \(DeliveryView.columns) FROM \(DeliveryView.tables)
+        WHERE d.notification_id = $1 AND d.id > $2 ORDER BY d.id LIMIT $3
+        """)
+
+    /// The delivery of apns-id 1.
+    static let byAPNsID = Spelling("""
+        SELECT \(DeliveryView.columns) FROM \(DeliveryView.tables) WHERE d.apns_id = $1
+        """)
+}
+
 extension DeliveryView {
-    /// Everything but the payload, which the log does not show. A delivery's answer
-    /// is its `results` row when it has one (see `Schema`).
+    /// Everything but the payload, which the log does not show, in this order on both
+    /// engines (read by `init(_:from:)`). A delivery's answer is its `results` row
+    /// when it has one (see `Schema`).
     static let columns = """
         d.notification_id, d.user_id, d.token, d.environment, coalesce(r.state, d.state) AS state, d.apns_id,
         coalesce(r.status, d.status) AS status, coalesce(r.reason, d.reason) AS reason,
@@ -59,11 +76,15 @@ extension DeliveryView {
         LEFT JOIN results r ON r.delivery_id = d.id LEFT JOIN deliveries c ON c.id = d.carried_by
         """
 
-    init(row: Row) {
-        self.init(notificationID: row["notification_id"], userID: row["user_id"], token: row["token"],
-                  environment: row["environment"], state: row["state"], apnsID: row["apns_id"],
-                  status: row["status"], reason: row["reason"], timestamp: row["apns_timestamp"],
-                  attempts: row["attempts"], finishedAt: row["finished_at"], notBefore: row["not_before"],
-                  carriedBy: row["carried_by"], batched: row["batched"], appType: row["app_type"])
+    /// `columns`, from column `first` on.
+    init<R: StoreRow>(_ row: R, from first: Int = 0) throws {
+        let i = first
+        self.init(notificationID: try row.string(i), userID: try row.string(i + 1), token: try row.string(i + 2),
+                  environment: try row.string(i + 3), state: try row.string(i + 4), apnsID: try row.string(i + 5),
+                  status: try row.optionalInt(i + 6), reason: try row.optionalString(i + 7),
+                  timestamp: try row.optionalInt64(i + 8), attempts: try row.int(i + 9),
+                  finishedAt: try row.optionalInt64(i + 10), notBefore: try row.optionalInt64(i + 11),
+                  carriedBy: try row.optionalString(i + 13), batched: try row.optionalInt(i + 12),
+                  appType: try row.string(i + 14))
     }
 }

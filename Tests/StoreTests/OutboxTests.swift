@@ -216,18 +216,15 @@ import TestSupport
             // On SQLite a page is read from the notification's index (its row looked up
             // once) and leased by the outbox's key over its range: no scan, no sort.
             if let sqlite = store as? SQLiteStore {
-                let read = try await sqlite.queryPlan(SQLiteStore.leasePageSQL, arguments: [
-                    "notification": "p", "after": 0, "now": 20, "limit": 100])
+                let read = try await sqlite.queryPlan(PlanStatements.readPage.sqlite, arguments: ["p", 0, 20, 100])
                 #expect(read.first?.contains("SEARCH n USING INDEX") == true, "the notification once: \(read)")
                 #expect(read.dropFirst().first?.contains(
                     "SEARCH d USING INDEX deliveries_by_notification (notification_id=? AND rowid>?)") == true, "\(read)")
                 #expect(!read.contains { $0.contains("TEMP B-TREE") }, "\(read)")
-                let lease = try await sqlite.queryPlan(SQLiteStore.leaseRangeSQL, arguments: [
-                    "until": 1, "worker": "w", "first": 1, "last": 100, "now": 20, "notification": "p"])
+                let lease = try await sqlite.queryPlan(PlanStatements.leaseRange.sqlite, arguments: [1, "w", 1, 100, 20, "p"])
                 #expect(lease.contains { $0.contains("outbox USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)") }, "\(lease)")
                 #expect(!lease.contains { $0.contains("SCAN") }, "\(lease)")
-                let gapless = try await sqlite.queryPlan(SQLiteStore.leaseGaplessRangeSQL, arguments: [
-                    "until": 1, "worker": "w", "first": 1, "last": 100, "now": 20])
+                let gapless = try await sqlite.queryPlan(PlanStatements.leaseGaplessRange.sqlite, arguments: [1, "w", 1, 100, 20])
                 #expect(gapless == ["SEARCH outbox USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"], "\(gapless)")
             }
         }

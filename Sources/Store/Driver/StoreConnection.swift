@@ -14,6 +14,15 @@ protocol StoreConnection {
     /// transaction commits: PostgreSQL's NOTIFY; nothing on SQLite, whose one process
     /// wakes its own workers.
     func wakeWorkers() async throws
+
+    // A fan-out's writes, by the thousand: each engine's fastest form of the same rows.
+
+    /// Writes `payloads` as rows of the notification; returns their ids, in order.
+    func insertPayloads(notificationID: String, _ payloads: [[UInt8]]) async throws -> [Int64]
+    /// Writes the log rows of `deliveries` (nothing in the outbox); `payloadOf[i]` is
+    /// delivery i's payload row.
+    func insertDeliveryRows(notificationID: String, _ deliveries: [NewDelivery], payloadOf: [Int64],
+                            now: Int64) async throws
 }
 
 extension StoreConnection {

@@ -30,12 +30,12 @@ struct CancelFact: Equatable {
     }
 }
 
-/// What cancelling a notification does, once for both engines. Each engine first
-/// takes the outbox rows that are still free (unclaimed) among the notification's
-/// deliveries and the carriers of its batched members, so that no claim can take
-/// them meanwhile (`free`), then reads the facts of the notification's deliveries,
-/// of those carriers, and of the free carriers' members, and runs these steps with
-/// its own statements.
+/// What cancelling a notification does, once for both engines. The cancel
+/// (`Cancellation.swift`) first takes the outbox rows that are still free
+/// (unclaimed) among the notification's deliveries and the carriers of its batched
+/// members, so that no claim can take them meanwhile (`free`), then reads the facts
+/// of the notification's deliveries, of those carriers, and of the free carriers'
+/// members, and runs these steps.
 struct CancelPlan: Equatable {
     /// A carrier that goes on for other notifications' members: it takes the
     /// latest one's payload and headers, and that member's notification (so that

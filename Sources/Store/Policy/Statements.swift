@@ -25,6 +25,11 @@ struct Spelling: Sendable {
         }
         self.sqlite = sqlite + rest
     }
+
+    /// A statement of one engine's plan only (the policy branches on `Engine`): the
+    /// other's text is no SQL, so that running it there fails at once.
+    static func only(sqlite: String) -> Spelling { Spelling(sqlite: sqlite, postgres: "not PostgreSQL's plan") }
+    static func only(postgres: String) -> Spelling { Spelling(sqlite: "not SQLite's plan", postgres: postgres) }
 }
 
 enum Statements {
