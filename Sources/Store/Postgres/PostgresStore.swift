@@ -15,9 +15,11 @@ import _ConnectionPoolModule
 /// fails with one line naming HOST:PORT once no connection could be made for a
 /// minute. `migrate()` connects on its own, so a wrong URL fails at start-up at once.
 ///
-/// The methods live in files by concept: `PostgresRegistry.swift`,
-/// `PostgresOutbox.swift`, `PostgresDeliveryLog.swift`, `PostgresMigrations.swift`,
-/// `PostgresWakeups.swift` (LISTEN/NOTIFY).
+/// The store's policy is written once for both engines (`StoreEngine`, one file per
+/// concern in `Sources/Store`); this folder is PostgreSQL's driver: the pool and its
+/// transactions (`PostgresTransaction`), the bulk writes of a fan-out, the claim and
+/// the finish (`PostgresOutbox.swift`), the schema's steps (`PostgresMigrations.swift`)
+/// and LISTEN/NOTIFY (`PostgresWakeups.swift`).
 public final class PostgresStore: DeliveryStore {
     public let configuration: Configuration
     let client: PostgresClient

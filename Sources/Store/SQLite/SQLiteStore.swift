@@ -13,9 +13,10 @@ import Glibc
 /// write lock is taken up front, so two processes on one file queue on the busy
 /// timeout instead of both reading the same outbox rows and claiming them twice.
 ///
-/// The methods live in files by concept: `Registry.swift` (devices, preferences,
-/// recipients), `Outbox.swift` (enqueue, claim, renew, finish, retry),
-/// `DeliveryLog.swift` (reading the log), `Migrations.swift` (the schema).
+/// The store's policy is written once for both engines (`StoreEngine`, one file per
+/// concern in `Sources/Store`); this folder is SQLite's driver: the pool and its
+/// transactions (`SQLiteTransaction`), the bulk writes of a fan-out, the claim and
+/// the finish (`SQLiteOutbox.swift`), and the schema's steps (`SQLiteMigrations.swift`).
 public final class SQLiteStore: DeliveryStore {
     /// What a committed transaction survives.
     public enum Durability: Sendable {
