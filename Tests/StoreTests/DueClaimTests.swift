@@ -37,7 +37,7 @@ import TestSupport
             // leases by their own index: it never scans the outbox. (PostgreSQL's plan:
             // PostgresStoreTests.theClaimWalksOnlyFreeDueRowsOfItsPartialIndex.)
             if let sqlite = store as? SQLiteStore {
-                let plan = try await sqlite.queryPlan(SQLiteStore.claimSQL, arguments: ["now": 1, "limit": 10])
+                let plan = try await sqlite.queryPlan(OutboxStatements.claimRead.sqlite, arguments: [1, 10])
                 #expect(plan.contains { $0.contains("outbox USING INDEX outbox_free (available_at<") }, "\(plan)")
                 #expect(plan.contains { $0.contains("outbox USING INDEX outbox_leased (lease_until<") }, "\(plan)")
                 #expect(!plan.contains { $0.contains("SCAN outbox") }, "\(plan)")

@@ -24,7 +24,7 @@ import TestSupport
 
             // One batch's plan, at the head of a full outbox (it claims those 500).
             let plan = try await store.texts("""
-                EXPLAIN (ANALYZE, BUFFERS) \(PostgresStore.claimSQL
+                EXPLAIN (ANALYZE, BUFFERS) \(OutboxStatements.claimLeaseLocked.postgres
                     .replacingOccurrences(of: "$1", with: "2").replacingOccurrences(of: "$2", with: "\(batch)")
                     .replacingOccurrences(of: "$3", with: "600000").replacingOccurrences(of: "$4", with: "'explain'"))
                 """).compactMap { $0.first ?? nil }

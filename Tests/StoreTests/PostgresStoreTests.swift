@@ -40,7 +40,7 @@ import TestSupport
             #expect(try await store.claim(worker: "busy", limit: 2_000, leaseMillis: 600_000, now: 2).count == 2_000)
             try await store.execute("ANALYZE")
             let plan = try await store.texts("""
-                EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) \(PostgresStore.claimSQL
+                EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) \(OutboxStatements.claimLeaseLocked.postgres
                     .replacingOccurrences(of: "$1", with: "2").replacingOccurrences(of: "$2", with: "100")
                     .replacingOccurrences(of: "$3", with: "600000").replacingOccurrences(of: "$4", with: "'explain'"))
                 """).compactMap { $0.first ?? nil }

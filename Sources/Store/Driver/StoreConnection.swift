@@ -15,7 +15,7 @@ protocol StoreConnection {
     /// wakes its own workers.
     func wakeWorkers() async throws
 
-    // A fan-out's writes, by the thousand: each engine's fastest form of the same rows.
+    // The outbox's writes by the thousand: each engine's fastest form of the same rows.
 
     /// Writes `payloads` as rows of the notification; returns their ids, in order.
     func insertPayloads(notificationID: String, _ payloads: [[UInt8]]) async throws -> [Int64]
@@ -23,6 +23,12 @@ protocol StoreConnection {
     /// delivery i's payload row.
     func insertDeliveryRows(notificationID: String, _ deliveries: [NewDelivery], payloadOf: [Int64],
                             now: Int64) async throws
+    /// A finish's first two steps (see `Finishes`): the batch's rows this worker
+    /// holds leave the outbox (`held`: leaving it is the proof of holding), and each
+    /// of those gets its result, none over one already there (`recorded`; nil: every
+    /// one of `held`).
+    func leaveOutboxAndRecord(worker: String, _ outcomes: [DeliveryOutcome],
+                              now: Int64) async throws -> (held: [DeliveryOutcome], recorded: Set<Int64>?)
 }
 
 extension StoreConnection {

@@ -55,4 +55,46 @@ extension PostgresTransaction {
                 """, binds: binds))
         }
     }
+
+    /// Leaving the outbox is the proof of holding a delivery (see `Finishes`); an
+    /// answer already in `results` (a second finish) adds nothing and is not counted
+    /// as recorded. Multi-row VALUES: the nullable columns cannot travel in the arrays
+    /// postgres-nio encodes.
+    func leaveOutboxAndRecord(worker: String, _ outcomes: [DeliveryOutcome],
+                              now: Int64) async throws -> (held: [DeliveryOutcome], recorded: Set<Int64>?) {
+        var leave = PostgresBindings(capacity: 2)
+        leave.append(worker)
+        leave.append(outcomes.map(\.deliveryID))
+        let held = Finishes.held(outcomes, left: Set(
+            try await connection.rows(PostgresQuery(unsafeSQL: Statements.finishLeaveOutboxReturning.postgres, binds: leave))
+                .map { try $0.get(0, Int64.self) }))
+        var recorded = Set<Int64>(minimumCapacity: held.count)
+        for start in stride(from: 0, to: held.count, by: PostgresStore.rowsPerStatement) {
+            let end = min(start + PostgresStore.rowsPerStatement, held.count)
+            var binds = PostgresBindings(capacity: 1 + (end - start) * 6)
+            binds.append(now)
+            var values: [String] = []
+            for o in held[start..<end] {
+                let first = binds.count + 1
+                binds.append(o.deliveryID)
+                binds.append(Finishes.state(o))
+                binds.append(Int64(o.status))
+                binds.append(o.reason)
+                binds.append(o.timestamp)
+                binds.append(Int64(o.attempts))
+                values.append("($\(first)::bigint, $\(first + 1)::text, $\(first + 2)::integer, "
+                              + "$\(first + 3)::text, $\(first + 4)::bigint, $\(first + 5)::integer)")
+            }
+            for row in try await connection.rows(PostgresQuery(unsafeSQL: """
+                INSERT INTO results (delivery_id, state, status, reason, apns_timestamp, attempts, finished_at)
+                SELECT f.id, f.state, f.status, f.reason, f.apns_timestamp, f.attempts, $1
+                FROM (VALUES \(values.joined(separator: ", "))) AS f (id, state, status, reason, apns_timestamp, attempts)
+                ON CONFLICT (delivery_id) DO NOTHING
+                RETURNING delivery_id
+                """, binds: binds)) {
+                recorded.insert(try row.get(0, Int64.self))
+            }
+        }
+        return (held, recorded)
+    }
 }

@@ -28,6 +28,12 @@ public final class PostgresStore: DeliveryStore {
     let webhookRouting = WebhookRouting()
     private let running: Task<Void, Never>
 
+    /// The channel an enqueue notifies and idle workers LISTEN on.
+    static let workChannel = "apns_outbox"
+
+    /// Rows per multi-row INSERT or UPDATE (binds stay far below the protocol's 65,535).
+    static let rowsPerStatement = 1_000
+
     /// Connects lazily: nothing is sent until the first call.
     public init(_ configuration: Configuration) {
         self.configuration = configuration
