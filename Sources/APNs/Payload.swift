@@ -49,6 +49,20 @@ public struct Payload: Sendable, Hashable {
         try self.init(json: json.utf8)
     }
 
+    /// Takes bytes as they are, unchecked: only for bytes this package already
+    /// checked and compacted, or wrote itself (`init(json:)`'s or `init(aps:)`'s
+    /// `bytes`, kept and read back), so that they are not read through a second time
+    /// at send time. Debug builds check that they are a compact JSON object.
+    package init(compactObject bytes: [UInt8]) {
+        assert(Payload.isCompactObject(bytes), "\(bytes.count) bytes that are not a compact JSON object")
+        self.bytes = bytes
+    }
+
+    private static func isCompactObject(_ bytes: [UInt8]) -> Bool {
+        guard let compacted = try? JSONCompactor.compact(bytes) else { return false }
+        return compacted.isObject && compacted.bytes == bytes
+    }
+
     /// Builds `{"aps":{...}, custom keys...}`; keys keep the order given.
     public init(aps: APS, custom: KeyValuePairs<String, JSONValue> = [:]) {
         var object: [(String, JSONValue)] = [("aps", aps.jsonValue)]

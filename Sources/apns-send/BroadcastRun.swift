@@ -19,17 +19,12 @@ enum BroadcastRun {
         let broadcasts: BroadcastClient
         do throws(UsageError) {
             action = try self.action(o)
-            let file = try o.config.map { path throws(UsageError) in try ConfigFile(path: path) }
-            func setting(_ flag: String?, _ key: String) -> String? {
-                [flag, file?[key], Settings.getenv(key)].lazy.compactMap { $0 }.first { !$0.isEmpty }
-            }
-            guard let topic = setting(o.topic, "APNS_TOPIC") else {
+            let sources = try SettingSources(o, environment: Settings.getenv)
+            guard let topic = sources.value(o.topic, "APNS_TOPIC") else {
                 throw UsageError("no topic: pass --topic BUNDLE_ID (the app whose channels these are)")
             }
-            let endpoints = try Settings.endpoints(setting(o.env, "APNS_ENV"), o)
-            let credentials = try Settings.credentials(keyPath: setting(o.key, "APNS_KEY_PATH"),
-                                                       keyID: setting(o.keyID, "APNS_KEY_ID"),
-                                                       teamID: setting(o.teamID, "APNS_TEAM_ID"))
+            let endpoints = try Settings.endpoints(o, sources)
+            let credentials = try NamedCredentials.token(o, sources).load()
             let configuration = try Settings.configuration(o, credentials: credentials, endpoints: endpoints)
             let management = try managementEndpoint(o, endpoints: endpoints)
             do throws(APNsError) {
@@ -70,11 +65,8 @@ enum BroadcastRun {
         if let channel = o.broadcast {
             guard let path = o.payload else { throw UsageError("missing PAYLOAD.json: --broadcast CHANNEL_ID PAYLOAD.json") }
             let payload = try Settings.payload(path)
-            let priority = try o.priority.map { text throws(UsageError) -> Priority in
-                guard let p = Int(text).flatMap(Priority.init(rawValue:)) else {
-                    throw UsageError("unknown --priority '\(text)' (expected 10, 5, 1)")
-                }
-                return p
+            let priority = try o.priority.map { text throws(UsageError) in
+                try Settings.choice(text, flag: "--priority", { Int($0).flatMap(Priority.init(rawValue:)) }, ["10", "5", "1"])
             }
             let expiration: Expiration = o.expiration.map { $0 == 0 ? .immediately : .at(unixSeconds: $0) } ?? .immediately
             do throws(BroadcastNotification.Error) {
@@ -99,11 +91,9 @@ enum BroadcastRun {
     /// `--management-endpoint`, else `--endpoint` (a mock serves both on one port),
     /// else Apple's management host for the environment.
     private static func managementEndpoint(_ o: Options, endpoints: Endpoints) throws(UsageError) -> Endpoint? {
-        guard let text = o.managementEndpoint ?? o.endpoint else { return nil }
-        guard let (host, port) = EndpointURL.parse(text) else {
-            throw UsageError("\(o.managementEndpoint != nil ? "--management-endpoint" : "--endpoint") '\(text)' is not https://HOST:PORT")
-        }
-        return Endpoint(host: host, port: port)
+        if let text = o.managementEndpoint { return try Endpoint(flag: "--management-endpoint", text) }
+        // `--endpoint` is --env's endpoint in `endpoints`, read and checked there.
+        return o.endpoint == nil ? nil : endpoints[endpoints.environment]
     }
 
     struct Record {

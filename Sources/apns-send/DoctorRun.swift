@@ -5,7 +5,7 @@ import Glibc
 /// environment would send with, and prints one ✓/✗ line per check (`Doctor`).
 /// Exit 0 when every check passed, 1 when one failed, 2 for a usage error.
 enum DoctorRun {
-    static func main(_ arguments: [String], environment: (String) -> String? = Settings.getenv) -> Int32 {
+    static func main(_ arguments: [String], environment: @escaping (String) -> String? = Settings.getenv) -> Int32 {
         let options: Options
         do {
             options = try Options.parse(arguments)
@@ -35,43 +35,26 @@ enum DoctorRun {
 
     /// The flags resolved as a send resolves them (flag > --config > environment),
     /// but nothing loaded: loading is what the doctor checks.
-    static func setup(_ o: Options, environment: (String) -> String?) throws(UsageError) -> Doctor.Setup {
+    static func setup(_ o: Options, environment: @escaping (String) -> String?) throws(UsageError) -> Doctor.Setup {
         if o.payload != nil || o.tokens != nil || o.messages != nil {
             throw UsageError("doctor sends nothing: give no PAYLOAD.json, TOKENS.txt or --messages")
         }
-        let file = try o.config.map { path throws(UsageError) in try ConfigFile(path: path) }
-        func setting(_ flag: String?, _ key: String) -> String? {
-            [flag, file?[key], environment(key)].lazy.compactMap { $0 }.first { !$0.isEmpty }
-        }
+        let sources = try SettingSources(o, environment: environment)
         let credentials: Doctor.Setup.Credentials
-        switch try Settings.credentialKind(o, file: file, environment: environment) {
+        switch try NamedCredentials(o, sources) {
+        case .token(let keyPath?, let keyID?, let teamID?):
+            credentials = .token(keyPath: keyPath, keyID: keyID, teamID: teamID)
         case .token:
-            guard let key = setting(o.key, "APNS_KEY_PATH"), let keyID = setting(o.keyID, "APNS_KEY_ID"),
-                  let teamID = setting(o.teamID, "APNS_TEAM_ID") else {
-                throw UsageError("no credentials: pass --key AuthKey_XXXX.p8 --key-id ID --team-id ID, or --certificate FILE (or a --config file)")
-            }
-            credentials = .token(keyPath: key, keyID: keyID, teamID: teamID)
-        case .certificate:
-            let path = setting(o.certificate, "APNS_CERTIFICATE_PATH")!
-            var password: String?
-            if let passwordFile = setting(o.certificatePasswordFile, "APNS_CERTIFICATE_PASSWORD_FILE") {
-                do {
-                    var text = try readSmallFile(passwordFile)[...]
-                    if let newline = text.firstIndex(of: 0x0A) { text = text[..<newline] }
-                    if text.last == 0x0D { text = text.dropLast() }
-                    password = String(decoding: text, as: UTF8.self)
-                } catch {
-                    throw UsageError(passwordFile, error.reason)
-                }
-            }
+            throw UsageError("no credentials: pass --key AuthKey_XXXX.p8 --key-id ID --team-id ID, or --certificate FILE (or a --config file)")
+        case .certificate(let path, let passwordFile):
+            let password = try passwordFile.map { file throws(UsageError) in try NamedCredentials.password(file: file) }
             credentials = .certificate(path: path, password: password)
         }
-        let endpoints = try Settings.endpoints(setting(o.env, "APNS_ENV"), o)
+        let endpoints = try Settings.endpoints(o, sources)
         let named = endpoints.environment
-        var setup = Doctor.Setup(credentials: credentials, topic: setting(o.topic, "APNS_TOPIC"),
+        var setup = Doctor.Setup(credentials: credentials, topic: sources.value(o.topic, "APNS_TOPIC"),
                                  environment: named, endpoint: endpoints[named], caFile: o.cacert)
-        setup.proxy = try Settings.proxy(o.proxy.map { ("--proxy", $0) } ?? setting(nil, "APNS_PROXY").map { ("APNS_PROXY", $0) },
-                                         environment: environment)
+        setup.proxy = try Settings.proxy(o, sources)
         if let timeout = o.timeout, timeout > 0 { setup.timeout = .milliseconds(Int64(timeout * 1000)) }
         return setup
     }

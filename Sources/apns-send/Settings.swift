@@ -39,16 +39,11 @@ struct Settings {
     /// What the user would type to reach the default environment, for messages.
     var endpointDescription: String { endpoints.describe(endpoints.environment) }
 
-    init(_ o: Options, environment: (String) -> String? = Settings.getenv) throws(UsageError) {
-        let file = try o.config.map { path throws(UsageError) in try ConfigFile(path: path) }
-        /// flag > config file > environment; an empty value counts as unset.
-        func setting(_ flag: String?, _ key: String) -> String? {
-            [flag, file?[key], environment(key)].lazy.compactMap { $0 }.first { !$0.isEmpty }
-        }
-
+    init(_ o: Options, environment: @escaping (String) -> String? = Settings.getenv) throws(UsageError) {
+        let sources = try SettingSources(o, environment: environment)
         let mode = try Settings.mode(o)
-        endpoints = try Settings.endpoints(setting(o.env, "APNS_ENV"), o)
-        let topic = setting(o.topic, "APNS_TOPIC")
+        endpoints = try Settings.endpoints(o, sources)
+        let topic = sources.value(o.topic, "APNS_TOPIC")
         switch mode {
         case .tokens(let payloadPath, let tokensPath):
             input = .tokens(payloadPath: payloadPath, tokensPath: tokensPath,
@@ -56,20 +51,9 @@ struct Settings {
         case .messages(let path):
             input = .messages(path: path, defaults: try Settings.defaults(o, topic: topic))
         }
-        let credentials: Credentials
-        switch try Settings.credentialKind(o, file: file, environment: environment) {
-        case .token:
-            credentials = try Settings.credentials(keyPath: setting(o.key, "APNS_KEY_PATH"),
-                                                   keyID: setting(o.keyID, "APNS_KEY_ID"),
-                                                   teamID: setting(o.teamID, "APNS_TEAM_ID"))
-        case .certificate:
-            credentials = try Settings.certificate(path: setting(o.certificate, "APNS_CERTIFICATE_PATH")!,
-                                                   passwordFile: setting(o.certificatePasswordFile,
-                                                                         "APNS_CERTIFICATE_PASSWORD_FILE"))
-        }
+        let credentials = try NamedCredentials(o, sources).load()
         var configuration = try Settings.configuration(o, credentials: credentials, endpoints: endpoints)
-        configuration.proxy = try Settings.proxy(o.proxy.map { ("--proxy", $0) } ?? setting(nil, "APNS_PROXY").map { ("APNS_PROXY", $0) },
-                                                 environment: environment)
+        configuration.proxy = try Settings.proxy(o, sources)
         self.configuration = configuration
         let format = try o.format.map { text throws(UsageError) in
             try Settings.choice(text, flag: "--format", OutputFormat.init(rawValue:), OutputFormat.allCases.map(\.rawValue))
@@ -125,25 +109,19 @@ struct Settings {
         Glibc.getenv(key).map { String(cString: $0) }
     }
 
-    /// `--env`, and where each environment's requests go: `--endpoint` overrides
-    /// `--env`'s host and port, `--sandbox-endpoint` and `--production-endpoint` name
-    /// one environment each (with --messages, lines may name either).
-    static func endpoints(_ env: String?, _ o: Options) throws(UsageError) -> Endpoints {
-        let named: Environment = try choice(env ?? "production", flag: "--env",
+    /// `--env` (APNS_ENV), and where each environment's requests go: `--endpoint`
+    /// overrides `--env`'s host and port, `--sandbox-endpoint` and `--production-endpoint`
+    /// name one environment each (with --messages, lines may name either).
+    static func endpoints(_ o: Options, _ sources: SettingSources) throws(UsageError) -> Endpoints {
+        let named: Environment = try choice(sources.value(o.env, "APNS_ENV") ?? "production", flag: "--env",
                                             { ["production": .production, "sandbox": .sandbox][$0] },
                                             ["sandbox", "production"])
         var endpoints = Endpoints(environment: named)
-        func parse(_ flag: String, _ text: String) throws(UsageError) -> Endpoint {
-            guard let (host, port) = EndpointURL.parse(text) else {
-                throw UsageError("\(flag) '\(text)' is not https://HOST:PORT")
-            }
-            return Endpoint(host: host, port: port)
-        }
-        if let text = o.endpoint { endpoints[named] = try parse("--endpoint", text) }
+        if let text = o.endpoint { endpoints[named] = try Endpoint(flag: "--endpoint", text) }
         for (flag, text, environment) in [("--sandbox-endpoint", o.sandboxEndpoint, Environment.sandbox),
                                           ("--production-endpoint", o.productionEndpoint, .production)] {
             guard let text else { continue }
-            let endpoint = try parse(flag, text)
+            let endpoint = try Endpoint(flag: flag, text)
             if let earlier = endpoints[environment], earlier != endpoint {
                 throw UsageError("--endpoint (for --env \(environment == .sandbox ? "sandbox" : "production")) and \(flag) name different endpoints; give one")
             }
@@ -217,86 +195,6 @@ struct Settings {
         }
     }
 
-    static func credentials(keyPath: String?, keyID: String?, teamID: String?) throws(UsageError) -> Credentials {
-        guard let keyPath else {
-            throw UsageError("no provider key: pass --key AuthKey_XXXX.p8 (or APNS_KEY_PATH in --config or the environment)")
-        }
-        guard let keyID else {
-            throw UsageError("no key id: pass --key-id (or APNS_KEY_ID in --config or the environment)")
-        }
-        guard let teamID else {
-            throw UsageError("no team id: pass --team-id (or APNS_TEAM_ID in --config or the environment)")
-        }
-        let key: SigningKey
-        do { key = try SigningKey(contentsOf: keyPath) } catch { throw UsageError(error.description) }
-        let credentials: Credentials
-        do { credentials = try Credentials(key: key, keyID: keyID, teamID: teamID) } catch { throw UsageError(error.description) }
-        warnIfOthersCanRead(keyPath)
-        return credentials
-    }
-
-    // MARK: certificate auth
-
-    enum CredentialKind { case token, certificate }
-
-    /// Token or certificate: decided by the first source (flags, then --config, then
-    /// the environment) that names either, and a source naming both is an error. So a
-    /// `--certificate` on the command line wins over APNS_KEY_* in the environment.
-    static func credentialKind(_ o: Options, file: ConfigFile?,
-                               environment: (String) -> String?) throws(UsageError) -> CredentialKind {
-        let flags = (token: [o.key, o.keyID, o.teamID].contains { $0 != nil },
-                     certificate: o.certificate != nil, password: o.certificatePasswordFile != nil)
-        if flags.token && (flags.certificate || flags.password) {
-            throw UsageError("--certificate replaces --key, --key-id and --team-id (certificate or token auth, not both); give one or the other")
-        }
-        if flags.certificate { return .certificate }
-        if flags.token { return .token }
-        for source in ["--config \(o.config ?? "")", "the environment"] {
-            func named(_ key: String) -> Bool {
-                let value = source == "the environment" ? environment(key) : file?[key]
-                return value.map { !$0.isEmpty } ?? false
-            }
-            let token = ["APNS_KEY_PATH", "APNS_KEY_ID", "APNS_TEAM_ID"].contains(where: named)
-            let certificate = named("APNS_CERTIFICATE_PATH")
-            if token && certificate {
-                throw UsageError("\(source) names both APNS_CERTIFICATE_PATH and APNS_KEY_* (certificate or token auth, not both); keep one")
-            }
-            if certificate { return .certificate }
-            if token { return .token }
-        }
-        if flags.password { throw UsageError("--certificate-password-file needs --certificate FILE.p12|FILE.pem") }
-        return .token       // and its error says what is missing
-    }
-
-    /// The certificate and its key, loaded and checked now (password, dates, key
-    /// against certificate): one line naming the file, never the password.
-    private static func certificate(path: String, passwordFile: String?) throws(UsageError) -> Credentials {
-        var password: String?
-        if let passwordFile {
-            let bytes: [UInt8]
-            do { bytes = try readSmallFile(passwordFile) } catch { throw UsageError(passwordFile, error.reason) }
-            // One line; its line break is not part of the password.
-            var text = bytes[...]
-            if text.last == 0x0A { text = text.dropLast() }
-            if text.last == 0x0D { text = text.dropLast() }
-            password = String(decoding: text, as: UTF8.self)
-            warnIfOthersCanRead(passwordFile)
-        }
-        let certificate: ClientCertificate
-        do { certificate = try ClientCertificate(contentsOf: path, password: password) } catch { throw UsageError(error.description) }
-        warnIfOthersCanRead(path)
-        return .certificate(certificate)
-    }
-
-    /// A provider key signs for the whole team: say so when the file is open to
-    /// group or others, but go on (the key works, and the run may be wanted).
-    private static func warnIfOthersCanRead(_ path: String) {
-        var info = stat()
-        guard stat(path, &info) == 0, info.st_mode & 0o077 != 0 else { return }
-        let mode = String(info.st_mode & 0o777, radix: 8)
-        Stderr.line("warning: \(path) is readable by group or others (mode \(mode)); chmod 600 it")
-    }
-
     static func configuration(_ o: Options, credentials: Credentials,
                                       endpoints: Endpoints) throws(UsageError) -> APNsClient.Configuration {
         var c = APNsClient.Configuration(credentials: credentials, environment: endpoints.environment)
@@ -334,23 +232,76 @@ struct Settings {
     /// The proxy as given (`--proxy`, else APNS_PROXY in --config or the environment),
     /// used for every endpoint; else https_proxy/HTTPS_PROXY with NO_PROXY, as curl reads
     /// them. An explicit proxy ignores NO_PROXY: it was asked for by name.
-    static func proxy(_ given: (source: String, url: String)?,
-                      environment: (String) -> String?) throws(UsageError) -> Proxy? {
+    static func proxy(_ o: Options, _ sources: SettingSources) throws(UsageError) -> Proxy? {
+        let given = o.proxy.map { (source: "--proxy", url: $0) }
+            ?? sources.value(nil, "APNS_PROXY").map { (source: "APNS_PROXY", url: $0) }
         do throws(Proxy.Error) {
             if let given { return try Proxy(url: given.url) }
-            return try Proxy.fromEnvironment(environment)
+            return try Proxy.fromEnvironment(sources.environment)
         } catch {
             throw UsageError("\(given?.source ?? "https_proxy"): \(error.description)")
         }
     }
 
     /// One of a fixed set of spellings, or an error listing them.
-    private static func choice<T>(_ text: String, flag: String, _ make: (String) -> T?,
+    static func choice<T>(_ text: String, flag: String, _ make: (String) -> T?,
                                   _ allowed: [String]) throws(UsageError) -> T {
         guard let value = make(text) else {
             throw UsageError("unknown \(flag) '\(text)' (expected \(allowed.joined(separator: ", ")))")
         }
         return value
+    }
+}
+
+/// Where a setting's value comes from: its flag, else the --config file, else the
+/// environment; an empty value counts as unset. A send, a broadcast and the doctor
+/// all read their settings through this one precedence.
+struct SettingSources {
+    let config: ConfigFile?
+    let environment: (String) -> String?
+
+    /// Reads the --config file, if one is named.
+    init(_ o: Options, environment: @escaping (String) -> String?) throws(UsageError) {
+        config = try o.config.map { path throws(UsageError) in try ConfigFile(path: path) }
+        self.environment = environment
+    }
+
+    func value(_ flag: String?, _ key: String) -> String? {
+        [flag, config?[key], environment(key)].lazy.compactMap { $0 }.first { !$0.isEmpty }
+    }
+}
+
+extension Endpoint {
+    /// `https://HOST:PORT` as `flag` gave it. Only the scheme, a host (an IPv6 address
+    /// in brackets) and a port: APNs' paths are fixed, so anything more is a mistake
+    /// worth stopping for.
+    init(flag: String, _ text: String) throws(UsageError) {
+        guard let (host, port) = Endpoint.hostAndPort(text) else {
+            throw UsageError("\(flag) '\(text)' is not https://HOST:PORT")
+        }
+        self.init(host: host, port: port)
+    }
+
+    private static func hostAndPort(_ text: String) -> (host: String, port: Int)? {
+        guard text.hasPrefix("https://") else { return nil }
+        var rest = Substring(text.dropFirst("https://".count))
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
+        let host: Substring, portText: Substring
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]"), rest[rest.index(after: close)...].hasPrefix(":") else { return nil }
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            portText = rest[rest.index(close, offsetBy: 2)...]
+        } else {
+            guard let colon = rest.lastIndex(of: ":") else { return nil }
+            host = rest[..<colon]
+            guard !host.contains(":") else { return nil }   // IPv6 needs its brackets
+            portText = rest[rest.index(after: colon)...]
+        }
+        guard !host.isEmpty, !host.contains(where: { "/@?#[] ".contains($0) }),
+              !portText.isEmpty, portText.allSatisfy(\.isASCII), portText.allSatisfy(\.isNumber),
+              portText.count <= 5, let port = Int(portText), (1...65535).contains(port)
+        else { return nil }
+        return (String(host), port)
     }
 }
 

@@ -79,7 +79,7 @@ final class BroadcastWorker: Service, Sendable {
             notification = try BroadcastNotification(
                 priority: b.priority.flatMap(Priority.init(rawValue:)),
                 expiration: b.expiration == 0 ? .immediately : .at(unixSeconds: b.expiration),
-                payload: Payload(json: b.payload))
+                payload: Payload(compactObject: b.payload))
         } catch {
             // Checked when it was recorded: not expected.
             await finish(BroadcastOutcome(id: b.id, delivered: false, status: 0, reason: "InvalidMessage",

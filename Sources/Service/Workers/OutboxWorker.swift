@@ -505,8 +505,10 @@ final class OutcomeSink: Sendable {
     }
 }
 
-/// Renders each distinct payload once per claimed batch (checking and compacting
-/// it is not free), for every delivery that shares it.
+/// Builds each distinct notification once per claimed batch, for every delivery
+/// that shares it. The payload is taken as stored, not read through again: every
+/// stored payload is one the service wrote itself, compact, with `JSON` or
+/// `Payload(aps:)` (and a coalesced summary is written the same way).
 struct NotificationCache {
     struct Key: Hashable {
         var payload: [UInt8]
@@ -538,7 +540,7 @@ struct NotificationCache {
             topic: topic, pushType: PushType(rawValue: d.pushType) ?? .alert,
             priority: d.priority.flatMap(Priority.init(rawValue:)),
             expiration: d.expiration.map { .at(unixSeconds: $0) },
-            collapseID: d.collapseID, payload: Payload(json: d.payload))
+            collapseID: d.collapseID, payload: Payload(compactObject: d.payload))
         made[key] = n
         last = (key, n)
         return n
