@@ -23,7 +23,7 @@ extension StoreEngine {
                 try await c.run(EnqueueStatements.outboxLeased, [now, now + lease.millis, lease.worker, mine])
                 // What the claim would say of each, read in this transaction: the
                 // recipients were read before it, and a device may have changed since.
-                let rows = try await c.rows(EnqueueStatements.enqueuedFacts, [notification.appType, mine]).map {
+                let rows = try await c.mapRows(EnqueueStatements.enqueuedFacts, [notification.appType, mine]) {
                     (id: try $0.int64(0), apnsID: try $0.string(1), active: try $0.bool(2))
                 }
                 claimed = ClaimedDelivery.enqueued(notification, deliveries, rows: rows)

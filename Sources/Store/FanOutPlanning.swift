@@ -14,9 +14,9 @@ extension StoreEngine {
             guard let last = try users.last?.string(0) else { return [] }
             var fold = RecipientsFold()
             let page: [any StoreBindable] = [company, appType, after ?? "", last]
-            for row in try await c.rows(PlanStatements.companyDevices, page) { try fold.companyDevice(row) }
+            try await c.forEachRow(PlanStatements.companyDevices, page) { try fold.companyDevice($0) }
             // A user with two devices gets their rows twice, which the fold absorbs.
-            for row in try await c.rows(PlanStatements.companyPreferences, page) { try fold.preference(row) }
+            try await c.forEachRow(PlanStatements.companyPreferences, page) { try fold.preference($0) }
             return fold.result()
         }
     }
@@ -71,12 +71,14 @@ extension StoreEngine {
             switch c.engine {
             case .postgres:
                 // Leased and read in one statement: one round trip a page.
-                return try await c.rows(PlanStatements.leaseAndReadPage,
-                                        [now + leaseMillis, worker, notificationID, after, now, limit])
-                    .map { try mapping.claimed($0) }
+                return try await c.mapRows(PlanStatements.leaseAndReadPage,
+                                           [now + leaseMillis, worker, notificationID, after, now, limit]) {
+                    try mapping.claimed($0)
+                }
             case .sqlite:
-                let claimed = try await c.rows(PlanStatements.readPage, [notificationID, after, now, limit])
-                    .map { try mapping.claimed($0) }
+                let claimed = try await c.mapRows(PlanStatements.readPage, [notificationID, after, now, limit]) {
+                    try mapping.claimed($0)
+                }
                 guard let first = claimed.first?.id, let last = claimed.last?.id else { return [] }
                 // Under this write lock, the free due rows of the notification from the
                 // page's first id to its last are exactly the page: leased by that id

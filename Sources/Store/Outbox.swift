@@ -22,7 +22,7 @@ extension StoreEngine {
             switch c.engine {
             case .sqlite:
                 // Read, then lease what was read, under the write lock.
-                let claimed = try await c.rows(OutboxStatements.claimRead, [now, limit]).map { try mapping.claimed($0) }
+                let claimed = try await c.mapRows(OutboxStatements.claimRead, [now, limit]) { try mapping.claimed($0) }
                 guard !claimed.isEmpty else { return [] }
                 try await c.run(OutboxStatements.claimLease, [now + leaseMillis, worker, claimed.map(\.id)])
                 return claimed
@@ -37,7 +37,7 @@ extension StoreEngine {
                     .map { (available: try $0.int64(1), id: try $0.int64(0)) }
                     .sorted { ($0.available, $0.id) < ($1.available, $1.id) }
                 guard !leased.isEmpty else { return [] }
-                return try await c.rows(OutboxStatements.claimReadLeased, [leased.map(\.id)]).map { try mapping.claimed($0) }
+                return try await c.mapRows(OutboxStatements.claimReadLeased, [leased.map(\.id)]) { try mapping.claimed($0) }
             }
         }
     }

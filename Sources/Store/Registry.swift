@@ -106,13 +106,9 @@ extension StoreEngine {
             case .users(let ids):
                 fold = RecipientsFold(users: ids)
                 guard !fold.isEmpty else { return [] }
-                for row in try await c.rows(RegistryStatements.usersDevices, [StoreValue.list(fold.users), appType]) {
-                    try fold.device(row)
-                }
-                for row in try await c.rows(RegistryStatements.usersPreferences,
-                                            [StoreValue.list(fold.users), appType]) {
-                    try fold.preference(row)
-                }
+                let users: [any StoreBindable] = [StoreValue.list(fold.users), appType]
+                try await c.forEachRow(RegistryStatements.usersDevices, users) { try fold.device($0) }
+                try await c.forEachRow(RegistryStatements.usersPreferences, users) { try fold.preference($0) }
             case .company(let company):
                 // A company's notification goes only to the devices registered with
                 // that company, even if a user also works elsewhere.
@@ -121,12 +117,12 @@ extension StoreEngine {
                     // SQLite's index holds the company's rows in byte-wise user order:
                     // one pass, no list of users to look each up in.
                     fold = RecipientsFold()
-                    for row in try await c.rows(RegistryStatements.companyDevices, [company, appType]) {
-                        try fold.companyDevice(row)
+                    try await c.forEachRow(RegistryStatements.companyDevices, [company, appType]) {
+                        try fold.companyDevice($0)
                     }
                     guard !fold.isEmpty else { return [] }
-                    for row in try await c.rows(RegistryStatements.companyPreferences, [company, appType]) {
-                        try fold.preference(row)
+                    try await c.forEachRow(RegistryStatements.companyPreferences, [company, appType]) {
+                        try fold.preference($0)
                     }
                 case .postgres:
                     // PostgreSQL's index orders user ids by the database's collation,
@@ -135,12 +131,11 @@ extension StoreEngine {
                         .map { try $0.string(0) }
                     guard !users.isEmpty else { return [] }
                     fold = RecipientsFold(users: users)
-                    for row in try await c.rows(RegistryStatements.companyIOSDevices, [company, appType]) {
-                        try fold.device(row)
+                    try await c.forEachRow(RegistryStatements.companyIOSDevices, [company, appType]) {
+                        try fold.device($0)
                     }
-                    for row in try await c.rows(RegistryStatements.usersPreferences,
-                                                [StoreValue.list(users), appType]) {
-                        try fold.preference(row)
+                    try await c.forEachRow(RegistryStatements.usersPreferences, [StoreValue.list(users), appType]) {
+                        try fold.preference($0)
                     }
                 }
             }

@@ -8,6 +8,11 @@ protocol StoreConnection {
     var engine: Engine { get }
     /// The statement's rows, read whole.
     func rows(_ statement: Spelling, _ arguments: [any StoreBindable]) async throws -> [Row]
+    /// The statement's rows one at a time, as the engine reads them: on SQLite
+    /// straight from the statement, no row copied (a claim's or a fan-out page's
+    /// thousands); `body` must not keep a row.
+    func forEachRow(_ statement: Spelling, _ arguments: [any StoreBindable],
+                    _ body: (Row) throws -> Void) async throws
     /// A statement whose rows do not matter.
     func run(_ statement: Spelling, _ arguments: [any StoreBindable]) async throws
     /// Tells idle workers of every instance that work was added, when this
@@ -32,6 +37,14 @@ protocol StoreConnection {
 }
 
 extension StoreConnection {
+    /// Each row made into a value as it is read (see `forEachRow`).
+    func mapRows<T>(_ statement: Spelling, _ arguments: [any StoreBindable],
+                    _ transform: (Row) throws -> T) async throws -> [T] {
+        var values: [T] = []
+        try await forEachRow(statement, arguments) { values.append(try transform($0)) }
+        return values
+    }
+
     /// The first row, if any.
     func row(_ statement: Spelling, _ arguments: [any StoreBindable]) async throws -> Row? {
         try await rows(statement, arguments).first

@@ -9,6 +9,11 @@ struct PostgresTransaction: StoreConnection {
         try await connection.rows(PostgresQuery(unsafeSQL: statement.postgres, binds: Self.bind(arguments)))
     }
 
+    func forEachRow(_ statement: Spelling, _ arguments: [any StoreBindable],
+                    _ body: (PostgresRandomAccessRow) throws -> Void) async throws {
+        for row in try await rows(statement, arguments) { try body(row) }
+    }
+
     func run(_ statement: Spelling, _ arguments: [any StoreBindable]) async throws {
         _ = try await rows(statement, arguments)
     }

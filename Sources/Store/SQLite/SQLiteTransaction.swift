@@ -15,6 +15,12 @@ struct SQLiteTransaction: StoreConnection {
         try Row.fetchAll(db.cachedStatement(sql: statement.sqlite), arguments: Self.bind(arguments))
     }
 
+    func forEachRow(_ statement: Spelling, _ arguments: [any StoreBindable],
+                    _ body: (Row) throws -> Void) async throws {
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: statement.sqlite), arguments: Self.bind(arguments))
+        while let row = try rows.next() { try body(row) }
+    }
+
     func run(_ statement: Spelling, _ arguments: [any StoreBindable]) async throws {
         try db.cachedStatement(sql: statement.sqlite).execute(arguments: Self.bind(arguments))
     }
