@@ -3,18 +3,20 @@ import Foundation
 import Testing
 import TestSupport
 
-/// The console says why something waits, in a real browser against the real
-/// binary on a test clock: a delivery held by quiet hours shows the reason and the
-/// user's local end; a scheduled notification shows its time, in UTC with the zone
-/// named, and a cancel button that cancels it; an id the server never saw is "no
-/// such user". The screenshots are kept beside the other console tests' for review
-/// (a test never writes into the tree: docs/ holds copies chosen by hand).
+/// The console says why something waits, in a real browser against the application
+/// served in process on a port of its own, its clock held by the test: a delivery
+/// held by quiet hours shows the reason and the user's local end; a scheduled
+/// notification shows its time, in UTC with the zone named, and a cancel button that
+/// cancels it; an id the server never saw is "no such user". The screenshots are kept
+/// beside the other console tests' for review (a test never writes into the tree:
+/// docs/ holds copies chosen by hand).
 @Suite struct ConsoleWaitBrowserTests {
 
     @Test func theConsoleExplainsAWait() async throws {
         // 23:00 in Lisbon: inside the user's quiet hours (22:00 to 07:00).
-        let clock = TestClock(at: WaitingTests.t0)
-        let (mock, server) = try await Held.start(clock)
+        let clock = FakeClock(at: WaitingTests.t0)
+        let (mock, server) = try await Held.start(clock, live: true)
+        let port = try #require(server.port)
         defer { mock.stop(); Task { await server.stop() } }
 
         let token = Harness.tokens(1, seed: 5201)[0]
@@ -29,7 +31,7 @@ import TestSupport
         let driver = try await WebDriver.start(width: 1440, height: 900)
         do {
             let shot = { (name: String) in try await driver.screenshot(to: ConsoleBrowserTests.screenshots + "/\(name).png") }
-            try await driver.open("http://127.0.0.1:\(server.port)/console")
+            try await driver.open("http://127.0.0.1:\(port)/console")
             try await driver.waitFor("the sign-in form", "return !document.getElementById('signin').hidden")
             try await driver.type("#key", Harness.apiKey)
             try await driver.click("#signin-form button[type=submit]")

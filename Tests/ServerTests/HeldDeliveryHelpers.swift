@@ -44,13 +44,14 @@ enum Held {
         return (mock, server)
     }
 
-    /// A mock and the application in process whose "now" is `clock`.
-    static func start(_ clock: FakeClock) async throws -> (MockServer, InProcessServer) {
+    /// A mock and the application in process whose "now" is `clock`; `live`, on a
+    /// port of its own (for a browser).
+    static func start(_ clock: FakeClock, live: Bool = false) async throws -> (MockServer, InProcessServer) {
         let mock = try Harness.mock(sandbox: false)
         var options = ServerProcess.Options()
         options.pollMillis = 20
         options.extraApps = apps
-        let server = InProcessServer(sandbox: nil, production: mock, options: options, clock: clock)
+        let server = InProcessServer(sandbox: nil, production: mock, options: options, clock: clock, live: live)
         try await server.start()
         return (mock, server)
     }

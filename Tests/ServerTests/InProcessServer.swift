@@ -59,11 +59,19 @@ final class InProcessServer: APIServer, @unchecked Sendable {
     /// The routes the application's router serves ("GET /v1/deliveries"), once started.
     private(set) var routes: [String] = []
 
+    /// Served on a socket of its own (HummingbirdTesting's `.live`) rather than
+    /// through the router alone: for a browser, which needs a port.
+    private let live: Bool
+
     init(sandbox: MockServer?, production: MockServer?, options: ServerProcess.Options = ServerProcess.Options(),
-         clock: any ServiceClock = SystemClock()) {
+         clock: any ServiceClock = SystemClock(), live: Bool = false) {
         files = ServerProcess(sandbox: sandbox, production: production, options: options)
         self.clock = clock
+        self.live = live
     }
+
+    /// The port a live server listens on (127.0.0.1); nil through the router.
+    var port: Int? { client?.port }
 
     var databasePath: String { files.databasePath }
     /// Still serving: a trap in a handler would have ended this process, the test's
@@ -88,7 +96,7 @@ final class InProcessServer: APIServer, @unchecked Sendable {
         let stopped = done.stream
         running = Task {
             defer { handOut.finish() }
-            try await app.test(.router) { client in
+            try await app.test(live ? .live : .router) { client in
                 handOut.yield(client)
                 for await _ in stopped {}
             }
