@@ -64,26 +64,26 @@ struct FanOut: Sendable {
     static let maxUsers = 10_000
 
     /// A request's `user_ids`: 1 to `maxUsers` identifiers, repeats dropped, in order.
-    static func userIDs(_ ids: JSON) throws(APIError) -> [String] {
+    static func userIDs(_ ids: JSON) throws(RequestError) -> [String] {
         guard case .array(let items) = ids, !items.isEmpty, items.count <= FanOut.maxUsers else {
-            throw .badRequest("user_ids must be a non-empty list of at most \(FanOut.maxUsers) user ids")
+            throw .invalid("user_ids must be a non-empty list of at most \(FanOut.maxUsers) user ids")
         }
         var seen = Set<String>(), ordered: [String] = []
         for item in items {
             guard let id = item.stringValue, Registration.isIdentifier(id) else {
-                throw .badRequest("user_ids must hold strings (1 to 256 characters)")
+                throw .invalid("user_ids must hold strings (1 to 256 characters)")
             }
             if seen.insert(id).inserted { ordered.append(id) }
         }
         return ordered
     }
 
-    func parse(_ body: JSON) throws(APIError) -> Request {
+    func parse(_ body: JSON) throws(RequestError) -> Request {
         guard let type = body["type"]?.stringValue, Registration.isIdentifier(type), type.utf8.count <= 64 else {
-            throw .badRequest("type is required (a string of 1 to 64 characters)")
+            throw .invalid("type is required (a string of 1 to 64 characters)")
         }
-        guard let appType = body["app_type"]?.stringValue else { throw .badRequest("app_type is required") }
-        guard let app = config.app(appType) else { throw .badRequest("unknown app_type '\(appType)'") }
+        guard let appType = body["app_type"]?.stringValue else { throw .invalid("app_type is required") }
+        guard let app = config.app(appType) else { throw .invalid("unknown app_type '\(appType)'") }
         let entityType = try optionalString(body, "entity_type")
         let entityID = try optionalString(body, "entity_id")
         let entityTitle = try optionalString(body, "entity_title")
@@ -92,13 +92,13 @@ struct FanOut: Sendable {
         let companyID = body["company_id"].flatMap { $0.isNull ? nil : $0 }
         let audience: Audience
         switch (userIDs, companyID) {
-        case (nil, nil): throw .badRequest("one of user_ids or company_id is required")
-        case (.some, .some): throw .badRequest("give user_ids or company_id, not both")
+        case (nil, nil): throw .invalid("one of user_ids or company_id is required")
+        case (.some, .some): throw .invalid("give user_ids or company_id, not both")
         case (let ids?, nil):
             audience = .users(try FanOut.userIDs(ids))
         case (nil, let company?):
             guard let id = company.stringValue, Registration.isIdentifier(id) else {
-                throw .badRequest("company_id must be a string (1 to 256 characters)")
+                throw .invalid("company_id must be a string (1 to 256 characters)")
             }
             audience = .company(id)
         }
@@ -111,11 +111,11 @@ struct FanOut: Sendable {
                 for (key, value) in members {
                     guard case .string = value else {
                         if key.hasSuffix("-args"), case .array = value { continue }
-                        throw .badRequest("alert.\(key) must be a string")
+                        throw .invalid("alert.\(key) must be a string")
                     }
                 }
                 alert = a
-            default: throw .badRequest("alert must be an object ({\"title\",\"body\"}) or a string")
+            default: throw .invalid("alert must be an object ({\"title\",\"body\"}) or a string")
             }
         }
 
@@ -123,18 +123,18 @@ struct FanOut: Sendable {
         if let b = body["badge"], !b.isNull {
             switch b {
             case .number:
-                guard let n = b.intValue, n >= 0 else { throw .badRequest("badge must be an integer 0 or more") }
+                guard let n = b.intValue, n >= 0 else { throw .invalid("badge must be an integer 0 or more") }
                 badge = .all(n)
             case .object(let members):
                 var map: [String: Int] = [:]
                 for (user, value) in members {
                     guard let n = value.intValue, n >= 0 else {
-                        throw .badRequest("badge.\(user) must be an integer 0 or more")
+                        throw .invalid("badge.\(user) must be an integer 0 or more")
                     }
                     map[user] = n
                 }
                 badge = .perUser(map)
-            default: throw .badRequest("badge must be an integer, or an object of user id to integer")
+            default: throw .invalid("badge must be an integer, or an object of user id to integer")
             }
         }
 
@@ -142,26 +142,26 @@ struct FanOut: Sendable {
         if let s = body["sound"], !s.isNull {
             switch s {
             case .string, .object: sound = s
-            default: throw .badRequest("sound must be a string (or a critical-sound object)")
+            default: throw .invalid("sound must be a string (or a critical-sound object)")
             }
         }
         var mutable = false
         if let m = body["mutable_content"], !m.isNull {
-            guard let flag = m.boolValue else { throw .badRequest("mutable_content must be true or false") }
+            guard let flag = m.boolValue else { throw .invalid("mutable_content must be true or false") }
             mutable = flag
         }
         let threadID = try optionalString(body, "thread_id")
 
         var data: [(String, JSON)] = []
         if let d = body["data"], !d.isNull {
-            guard case .object(let members) = d else { throw .badRequest("data must be a JSON object") }
+            guard case .object(let members) = d else { throw .invalid("data must be a JSON object") }
             for (key, _) in members where FanOut.reservedKeys.contains(key) {
-                throw .badRequest("data.\(key) is reserved (the service writes it)")
+                throw .invalid("data.\(key) is reserved (the service writes it)")
             }
             data = members
         }
         guard alert != nil || badge.isSet || sound != nil || mutable || !data.isEmpty else {
-            throw .badRequest("nothing to send: give alert, badge, sound or data")
+            throw .invalid("nothing to send: give alert, badge, sound or data")
         }
 
         var priority: Int?
@@ -169,20 +169,20 @@ struct FanOut: Sendable {
         if let p = body["priority"], !p.isNull {
             if let name = p.stringValue {
                 guard let level = NamedPriority(rawValue: name) else {
-                    throw .badRequest("priority must be low, normal, high or critical (or APNs' 10, 5 or 1)")
+                    throw .invalid("priority must be low, normal, high or critical (or APNs' 10, 5 or 1)")
                 }
                 named = level
                 priority = level.apnsPriority
             } else {
                 guard let n = p.intValue, [10, 5, 1].contains(n) else {
-                    throw .badRequest("priority must be low, normal, high or critical (or APNs' 10, 5 or 1)")
+                    throw .invalid("priority must be low, normal, high or critical (or APNs' 10, 5 or 1)")
                 }
                 priority = n
             }
         }
         var expiration: Int64?
         if let e = body["expiration"], !e.isNull {
-            guard let n = e.integralValue, n >= 0 else { throw .badRequest("expiration must be a UNIX time in seconds, 0 or more") }
+            guard let n = e.integralValue, n >= 0 else { throw .invalid("expiration must be a UNIX time in seconds, 0 or more") }
             expiration = n
         }
         let collapseID = try optionalString(body, "collapse_id", controlCharacters: false)
@@ -200,13 +200,13 @@ struct FanOut: Sendable {
         return request
     }
 
-    private func optionalString(_ body: JSON, _ key: String, controlCharacters: Bool = true) throws(APIError) -> String? {
+    private func optionalString(_ body: JSON, _ key: String, controlCharacters: Bool = true) throws(RequestError) -> String? {
         guard let value = body[key], !value.isNull else { return nil }
         guard let s = value.stringValue, s.utf8.count <= 1024 else {
-            throw .badRequest("\(key) must be a string of at most 1024 bytes")
+            throw .invalid("\(key) must be a string of at most 1024 bytes")
         }
         if !controlCharacters, !s.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7f }) {
-            throw .badRequest("\(key) has a control character")
+            throw .invalid("\(key) has a control character")
         }
         return s
     }
@@ -497,7 +497,7 @@ extension FanOut.Request {
     }
 
     /// Every payload variant within APNs' limit, and headers the engine takes.
-    func checkSendable() throws(APIError) {
+    func checkSendable() throws(RequestError) {
         var badges: [Int?] = [nil]
         switch badge {
         case .none: break
@@ -512,9 +512,9 @@ extension FanOut.Request {
                                      expiration: expiration.map { .at(unixSeconds: $0) }, collapseID: collapseID,
                                      payload: Payload(json: bytes))
             } catch let error as APNs.Notification.Error {
-                throw .badRequest(error.description)
+                throw .invalid(error.description)
             } catch {
-                throw .badRequest("\(error)")
+                throw .invalid("\(error)")
             }
         }
     }

@@ -26,12 +26,12 @@ struct LiveActivitySend: Sendable {
         var activityID: String?
     }
 
-    func parse(_ body: JSON) throws(APIError) -> Request {
-        guard let appType = body["app_type"]?.stringValue else { throw .badRequest("app_type is required") }
-        guard let app = config.app(appType) else { throw .badRequest("unknown app_type '\(appType)'") }
-        guard let name = body["event"]?.stringValue else { throw .badRequest("event is required (start, update or end)") }
+    func parse(_ body: JSON) throws(RequestError) -> Request {
+        guard let appType = body["app_type"]?.stringValue else { throw .invalid("app_type is required") }
+        guard let app = config.app(appType) else { throw .invalid("unknown app_type '\(appType)'") }
+        guard let name = body["event"]?.stringValue else { throw .invalid("event is required (start, update or end)") }
         guard let event = LiveActivityEvent(rawValue: name) else {
-            throw .badRequest("event must be start, update or end, not '\(name)'")
+            throw .invalid("event must be start, update or end, not '\(name)'")
         }
         let attributesType = try Self.identifier(body, "attributes_type")
         let activityID = try Self.activityID(body, "activity_id")
@@ -39,13 +39,13 @@ struct LiveActivitySend: Sendable {
 
         let target: LiveActivityTarget
         switch (event, userIDs, activityID) {
-        case (.start, _, .some): throw .badRequest("a start goes to push-to-start tokens: give user_ids, not activity_id")
-        case (.start, nil, nil): throw .badRequest("a start needs user_ids")
+        case (.start, _, .some): throw .invalid("a start goes to push-to-start tokens: give user_ids, not activity_id")
+        case (.start, nil, nil): throw .invalid("a start needs user_ids")
         case (.start, let users?, nil):
-            guard let attributesType else { throw .badRequest("a start needs attributes_type") }
+            guard let attributesType else { throw .invalid("a start needs attributes_type") }
             target = .startTokens(userIDs: users, attributesType: attributesType)
-        case (_, .some, .some): throw .badRequest("give user_ids or activity_id, not both")
-        case (_, nil, nil): throw .badRequest("an \(event.rawValue) needs activity_id or user_ids")
+        case (_, .some, .some): throw .invalid("give user_ids or activity_id, not both")
+        case (_, nil, nil): throw .invalid("an \(event.rawValue) needs activity_id or user_ids")
         case (_, let users?, nil): target = .updateTokens(userIDs: users, attributesType: attributesType)
         case (_, nil, let activity?): target = .activity(activity)
         }
@@ -66,7 +66,7 @@ struct LiveActivitySend: Sendable {
                 attributesType: event == .start ? attributesType : nil, attributes: attributes, alert: alert,
                 inputPushToken: inputPushToken)
         } catch {
-            throw .badRequest(error.description)
+            throw .invalid(error.description)
         }
 
         // Apple: 10 lights the device and counts against the activity's budget; 5
@@ -74,13 +74,13 @@ struct LiveActivitySend: Sendable {
         var priority = event == .update && activity.alert == nil ? 5 : 10
         if let p = body["priority"], !p.isNull {
             guard let n = p.intValue, n == 5 || n == 10 else {
-                throw .badRequest("priority must be 10 or 5 for a Live Activity")
+                throw .invalid("priority must be 10 or 5 for a Live Activity")
             }
             priority = n
         }
         var expiration: Int64?
         if let e = body["expiration"], !e.isNull {
-            guard let n = e.integralValue, n >= 0 else { throw .badRequest("expiration must be a UNIX time in seconds, 0 or more") }
+            guard let n = e.integralValue, n >= 0 else { throw .invalid("expiration must be a UNIX time in seconds, 0 or more") }
             expiration = n
         }
         let payload = Payload(aps: APS(liveActivity: activity))
@@ -89,7 +89,7 @@ struct LiveActivitySend: Sendable {
             _ = try APNs.Notification(topic: app.topic, pushType: .liveactivity,
                                       priority: Priority(rawValue: priority), payload: payload)
         } catch {
-            throw .badRequest(error.description)
+            throw .invalid(error.description)
         }
         return Request(app: app, event: event, target: target, payload: payload.bytes, priority: priority,
                        expiration: expiration, activityID: activityID)
@@ -141,10 +141,10 @@ struct LiveActivitySend: Sendable {
 
     // MARK: Reading the body
 
-    static func identifier(_ body: JSON, _ key: String) throws(APIError) -> String? {
+    static func identifier(_ body: JSON, _ key: String) throws(RequestError) -> String? {
         guard let v = body[key], !v.isNull else { return nil }
         guard let s = v.stringValue, Registration.isIdentifier(s) else {
-            throw .badRequest("\(key) must be a string of 1 to 256 characters")
+            throw .invalid("\(key) must be a string of 1 to 256 characters")
         }
         return s
     }
@@ -154,10 +154,10 @@ struct LiveActivitySend: Sendable {
     /// so that two spellings are one activity, with one owner (byte for byte, another
     /// user could claim the other spelling and get the owner's updates). White space
     /// around an id is refused rather than trimmed: it is a caller's bug, not a name.
-    static func activityID(_ body: JSON, _ key: String) throws(APIError) -> String? {
+    static func activityID(_ body: JSON, _ key: String) throws(RequestError) -> String? {
         if let text = body[key]?.stringValue, let first = text.unicodeScalars.first, let last = text.unicodeScalars.last,
            first.properties.isWhitespace || last.properties.isWhitespace {
-            throw .badRequest("\(key) must not begin or end with white space")
+            throw .invalid("\(key) must not begin or end with white space")
         }
         guard let id = try identifier(body, key) else { return nil }
         let u = Array(id.utf8)
@@ -168,50 +168,50 @@ struct LiveActivitySend: Sendable {
         return isUUID ? id.lowercased() : id
     }
 
-    static func userIDs(_ body: JSON) throws(APIError) -> [String]? {
+    static func userIDs(_ body: JSON) throws(RequestError) -> [String]? {
         guard let v = body["user_ids"], !v.isNull else { return nil }
         return try FanOut.userIDs(v)
     }
 
-    static func seconds(_ body: JSON, _ key: String) throws(APIError) -> Int64? {
+    static func seconds(_ body: JSON, _ key: String) throws(RequestError) -> Int64? {
         guard let v = body[key], !v.isNull else { return nil }
-        guard let n = v.integralValue, n >= 0 else { throw .badRequest("\(key) must be a UNIX time in seconds") }
+        guard let n = v.integralValue, n >= 0 else { throw .invalid("\(key) must be a UNIX time in seconds") }
         return n
     }
 
-    static func number(_ body: JSON, _ key: String) throws(APIError) -> Double? {
+    static func number(_ body: JSON, _ key: String) throws(RequestError) -> Double? {
         guard let v = body[key], !v.isNull else { return nil }
         // A Double: 1e400 would become infinity, which JSON cannot write.
         guard case .number(let text) = v, let d = Double(text), d.isFinite else {
-            throw .badRequest("\(key) must be a number within a double's range")
+            throw .invalid("\(key) must be a number within a double's range")
         }
         return d
     }
 
-    static func flag(_ body: JSON, _ key: String) throws(APIError) -> Bool {
+    static func flag(_ body: JSON, _ key: String) throws(RequestError) -> Bool {
         guard let v = body[key], !v.isNull else { return false }
-        guard let b = v.boolValue else { throw .badRequest("\(key) must be true or false") }
+        guard let b = v.boolValue else { throw .invalid("\(key) must be true or false") }
         return b
     }
 
-    static func object(_ body: JSON, _ key: String) throws(APIError) -> JSONValue? {
+    static func object(_ body: JSON, _ key: String) throws(RequestError) -> JSONValue? {
         guard let v = body[key], !v.isNull else { return nil }
-        guard case .object = v else { throw .badRequest("\(key) must be a JSON object") }
+        guard case .object = v else { throw .invalid("\(key) must be a JSON object") }
         return v.apnsValue
     }
 
-    static func alert(_ body: JSON) throws(APIError) -> APS.Alert? {
+    static func alert(_ body: JSON) throws(RequestError) -> APS.Alert? {
         guard let v = body["alert"], !v.isNull else { return nil }
         if let text = v.stringValue { return APS.Alert(body: text) }
-        guard case .object(let members) = v else { throw .badRequest("alert must be an object ({\"title\",\"body\"}) or a string") }
+        guard case .object(let members) = v else { throw .invalid("alert must be an object ({\"title\",\"body\"}) or a string") }
         var title: String?, subtitle: String?, text: String?
         for (key, value) in members {
-            guard let s = value.stringValue else { throw .badRequest("alert.\(key) must be a string") }
+            guard let s = value.stringValue else { throw .invalid("alert.\(key) must be a string") }
             switch key {
             case "title": title = s
             case "subtitle": subtitle = s
             case "body": text = s
-            default: throw .badRequest("alert.\(key) is not one of title, subtitle, body")
+            default: throw .invalid("alert.\(key) is not one of title, subtitle, body")
             }
         }
         return APS.Alert(title: title, subtitle: subtitle, body: text)

@@ -5,20 +5,20 @@ import Store
 /// take (the seed's field names), checked before anything is stored.
 enum Registration {
     static func parse(_ body: JSON, userID: String, companyID: String?, config: ServerConfig)
-        throws(APIError) -> DeviceRegistration
+        throws(RequestError) -> DeviceRegistration
     {
         let normalized = try requiredToken(body, field: "deviceToken")
         guard let platform = body["platform"]?.stringValue, platform == "ios" || platform == "android" else {
-            throw .badRequest("platform must be \"ios\" or \"android\"")
+            throw .invalid("platform must be \"ios\" or \"android\"")
         }
-        guard let appType = body["appType"]?.stringValue else { throw .badRequest("appType is required") }
+        guard let appType = body["appType"]?.stringValue else { throw .invalid("appType is required") }
         guard config.app(appType) != nil else {
-            throw .badRequest("unknown appType; configured: \(config.apps.map(\.appType).joined(separator: ", "))")
+            throw .invalid("unknown appType; configured: \(config.apps.map(\.appType).joined(separator: ", "))")
         }
         var environment = "production"
         if let env = body["environment"], !env.isNull {
             guard let e = env.stringValue, e == "sandbox" || e == "production" else {
-                throw .badRequest("environment must be \"sandbox\" or \"production\"")
+                throw .invalid("environment must be \"sandbox\" or \"production\"")
             }
             environment = e
         }
@@ -36,16 +36,16 @@ enum Registration {
         let refusal = try await store.register(devices, maxActive: config.maxTokensPerUser, now: now)
         if let refusal {
             let entry = listed ? "devices[\(refusal.index)]: " : ""
-            throw APIError.conflict(entry + "deviceToken is registered as a Live Activity token")
+            throw RequestError.conflict(entry + "deviceToken is registered as a Live Activity token")
         }
     }
 
     /// The token in `field`, normalized: a 400 naming the field when it is missing or
     /// not a token (device and Live Activity tokens alike).
-    static func requiredToken(_ body: JSON, field: String) throws(APIError) -> String {
-        guard let raw = body[field] else { throw .badRequest("\(field) is required") }
+    static func requiredToken(_ body: JSON, field: String) throws(RequestError) -> String {
+        guard let raw = body[field] else { throw .invalid("\(field) is required") }
         guard let text = raw.stringValue, let token = normalizeToken(text) else {
-            throw .badRequest("\(field) must be 64 to 200 hex digits (an even count)")
+            throw .invalid("\(field) must be 64 to 200 hex digits (an even count)")
         }
         return token
     }
@@ -59,10 +59,10 @@ enum Registration {
     }
 
     /// An optional free-text field: a string of at most 256 bytes, or absent/null.
-    static func optionalText(_ body: JSON, _ key: String) throws(APIError) -> String? {
+    static func optionalText(_ body: JSON, _ key: String) throws(RequestError) -> String? {
         guard let value = body[key], !value.isNull else { return nil }
         guard let s = value.stringValue, s.utf8.count <= 256 else {
-            throw .badRequest("\(key) must be a string of at most 256 bytes")
+            throw .invalid("\(key) must be a string of at most 256 bytes")
         }
         return s
     }

@@ -18,24 +18,24 @@ struct Scheduling: Sendable {
 
     /// The body's `send_at` and `schedule_key`, checked; nil without `send_at`. A
     /// time in the past sends now; more than `horizonDays` ahead is a 400.
-    static func when(_ body: JSON, now: Int64, horizonDays: Int) throws(APIError) -> When? {
+    static func when(_ body: JSON, now: Int64, horizonDays: Int) throws(RequestError) -> When? {
         var key: String?
         if let k = body[scheduleKeyKey], !k.isNull {
             guard let text = k.stringValue, !text.isEmpty, text.utf8.count <= 256,
                   text.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7f })
-            else { throw .badRequest("schedule_key must be a string of 1 to 256 characters") }
+            else { throw .invalid("schedule_key must be a string of 1 to 256 characters") }
             key = text
         }
         guard let value = body[sendAtKey], !value.isNull else {
-            if key != nil { throw .badRequest("schedule_key needs send_at (it names a scheduled notification)") }
+            if key != nil { throw .invalid("schedule_key needs send_at (it names a scheduled notification)") }
             return nil
         }
         guard let sendAt = Timestamp.millis(value) else {
-            throw .badRequest("send_at must be an ISO-8601 time (\"2026-03-08T09:00:00Z\") or UNIX seconds")
+            throw .invalid("send_at must be an ISO-8601 time (\"2026-03-08T09:00:00Z\") or UNIX seconds")
         }
         let horizon = now + Int64(horizonDays) * 86_400_000
         guard sendAt <= horizon else {
-            throw .badRequest("send_at is more than \(horizonDays) days ahead (schedule.horizon_days)")
+            throw .invalid("send_at is more than \(horizonDays) days ahead (schedule.horizon_days)")
         }
         return When(sendAt: sendAt, scheduleKey: key)
     }

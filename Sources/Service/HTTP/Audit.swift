@@ -51,6 +51,9 @@ struct AuditMiddleware: RouterMiddleware {
         } catch let error as APIError {
             await record(request, context, status: Int(error.status.code))
             throw error
+        } catch let error as RequestError {
+            await record(request, context, status: Int(APIError(error).status.code))
+            throw error
         } catch {
             await record(request, context, status: 500)
             throw error

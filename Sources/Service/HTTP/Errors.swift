@@ -24,6 +24,22 @@ extension APIError: HTTPResponseError {
     func response(from request: Request, context: some RequestContext) throws -> Response { response }
 }
 
+extension APIError {
+    /// Delivery's refusal, as HTTP says it.
+    init(_ refusal: RequestError) {
+        switch refusal {
+        case .invalid(let message): self = .badRequest(message)
+        case .conflict(let message): self = .conflict(message)
+        }
+    }
+}
+
+/// Delivery's refusals render as `APIError`s do, wherever they are thrown.
+extension RequestError: HTTPResponseError {
+    var status: HTTPResponse.Status { APIError(self).status }
+    func response(from request: Request, context: some RequestContext) throws -> Response { APIError(self).response }
+}
+
 /// Every error becomes the seed's error shape, Hummingbird's own ones too (an
 /// unknown route is a 404 with `{"success":false,…}`, not a bare status), and an
 /// unexpected one is a 500 that says nothing of its cause to the caller.
@@ -44,6 +60,8 @@ struct ErrorMiddleware: RouterMiddleware {
             return try await next(request, context)
         } catch let error as APIError {
             return error.response
+        } catch let error as RequestError {
+            return APIError(error).response
         } catch let error as StoreError where error.isTemporary {
             // Busy, not broken: a client (or its HTTP library) that honours Retry-After
             // comes back, where a 500 would say the request itself is at fault.
@@ -67,9 +85,3 @@ struct ErrorMiddleware: RouterMiddleware {
     }
 }
 
-/// Why a value (a preference, a template) was refused: the sentence the 400 or the
-/// start-up error line says.
-struct Invalid: Error {
-    let why: String
-    init(_ why: String) { self.why = why }
-}

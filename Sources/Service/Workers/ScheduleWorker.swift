@@ -55,7 +55,7 @@ final class ScheduleWorker: Service, Sendable {
             try await fanOut.discardDeadPlan(s.id)
             if try await store.notification(id: s.id, limit: 1, after: nil) == nil {
                 let body: JSON
-                do { body = try JSON.parse(s.request) } catch { throw APIError.badRequest("the stored request: \(error)") }
+                do { body = try JSON.parse(s.request) } catch { throw RequestError.invalid("the stored request: \(error)") }
                 let deliveries: Int
                 switch s.kind {
                 case "live_activity":
@@ -67,7 +67,7 @@ final class ScheduleWorker: Service, Sendable {
                 if deliveries > 0 { outbox.wake() }
             }
             _ = try await store.finishSchedule(id: s.id, worker: worker, state: "sent", error: nil, now: clock.nowMillis)
-        } catch let refused as APIError {
+        } catch let refused as RequestError {
             // Checked when posted, refused now: the config changed meanwhile (an app
             // or type gone). Sending it later would not change that.
             logger.warning("scheduled notification refused at send time",

@@ -26,14 +26,14 @@ struct LiveActivityRoutes: Sendable {
     /// `{pushToken, appType, attributesType, activityId?, environment?}`: with an
     /// `activityId` the token updates that running activity; without, it is the
     /// app's push-to-start token for `attributesType`.
-    static func parse(_ body: JSON, userID: String, config: ServerConfig) throws(APIError) -> LiveActivityRegistration {
+    static func parse(_ body: JSON, userID: String, config: ServerConfig) throws(RequestError) -> LiveActivityRegistration {
         let token = try Registration.requiredToken(body, field: "pushToken")
-        guard let appType = body["appType"]?.stringValue else { throw .badRequest("appType is required") }
+        guard let appType = body["appType"]?.stringValue else { throw .invalid("appType is required") }
         guard config.app(appType) != nil else {
-            throw .badRequest("unknown appType; configured: \(config.apps.map(\.appType).joined(separator: ", "))")
+            throw .invalid("unknown appType; configured: \(config.apps.map(\.appType).joined(separator: ", "))")
         }
         guard let attributesType = body["attributesType"]?.stringValue, Registration.isIdentifier(attributesType) else {
-            throw .badRequest("attributesType is required (the ActivityAttributes type name)")
+            throw .invalid("attributesType is required (the ActivityAttributes type name)")
         }
         var kind = LiveActivityKind.start
         if let id = try LiveActivitySend.activityID(body, "activityId") {
@@ -42,7 +42,7 @@ struct LiveActivityRoutes: Sendable {
         var environment = "production"
         if let env = body["environment"], !env.isNull {
             guard let e = env.stringValue, e == "sandbox" || e == "production" else {
-                throw .badRequest("environment must be \"sandbox\" or \"production\"")
+                throw .invalid("environment must be \"sandbox\" or \"production\"")
             }
             environment = e
         }
