@@ -13,7 +13,7 @@ struct FanOut: Sendable {
     let clock: any ServiceClock
     let metrics: ServiceMetrics
     /// This process's worker loops, given the fresh deliveries directly (see `Handoff`).
-    var handoff: Handoff? = nil
+    var handoff: (any DeliveryHandoff)? = nil
 
     /// A checked request.
     struct Request: Sendable {

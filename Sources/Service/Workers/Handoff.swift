@@ -19,7 +19,7 @@ import Synchronization
 /// loop takes only as fast as APNs answers, and fan-outs can come faster (or APNs
 /// not answer at all); past the bound a fan-out's deliveries stay in the outbox,
 /// unleased, and are claimed as any others, so memory does not grow with the backlog.
-final class Handoff: Sendable {
+final class Handoff: DeliveryHandoff {
     private struct Mailbox {
         let held: HeldSet
         var batches: [[ClaimedDelivery]] = []
