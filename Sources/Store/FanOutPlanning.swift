@@ -214,8 +214,7 @@ enum PlanStatements {
         FROM leased l
         JOIN deliveries d ON d.id = l.delivery_id
         JOIN notifications n ON n.id = d.notification_id
-        LEFT JOIN devices v ON v.id = d.device_id
-        LEFT JOIN payloads p ON p.id = d.payload_id
+        \(Statements.claimedDeviceAndPayload)
         ORDER BY d.id
         """)
 
@@ -228,8 +227,7 @@ enum PlanStatements {
         FROM notifications n
         CROSS JOIN deliveries d ON d.notification_id = n.id
         CROSS JOIN outbox o ON o.delivery_id = d.id
-        LEFT JOIN devices v ON v.id = d.device_id
-        LEFT JOIN payloads p ON p.id = d.payload_id
+        \(Statements.claimedDeviceAndPayload)
         WHERE n.id = ?1 AND d.id > ?2 AND o.claimed_by IS NULL AND o.available_at <= ?3
         ORDER BY d.id
         LIMIT ?4

@@ -170,8 +170,7 @@ enum OutboxStatements {
         FROM picked o
         CROSS JOIN deliveries d ON d.id = o.delivery_id
         CROSS JOIN notifications n ON n.id = d.notification_id
-        LEFT JOIN devices v ON v.id = d.device_id
-        LEFT JOIN payloads p ON p.id = d.payload_id
+        \(Statements.claimedDeviceAndPayload)
         ORDER BY o.available_at, o.delivery_id
         LIMIT ?2
         """)
@@ -218,8 +217,7 @@ enum OutboxStatements {
         FROM unnest($1::bigint[]) WITH ORDINALITY AS l (id, n)
         JOIN deliveries d ON d.id = l.id
         JOIN notifications n ON n.id = d.notification_id
-        LEFT JOIN devices v ON v.id = d.device_id
-        LEFT JOIN payloads p ON p.id = d.payload_id
+        \(Statements.claimedDeviceAndPayload)
         ORDER BY l.n
         """)
 

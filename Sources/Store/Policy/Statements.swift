@@ -57,6 +57,11 @@ enum Statements {
             coalesce(d.batched, 0)
             """)
 
+    /// The joins `claimedColumns` reads the device and the payload through (`d` the
+    /// delivery), after the statement's own way to `d` and `n`.
+    static let claimedDeviceAndPayload = "LEFT JOIN devices v ON v.id = d.device_id\n"
+        + "LEFT JOIN payloads p ON p.id = d.payload_id"
+
     /// A finish's first step (see `Finishes`): the batch's rows this worker still
     /// holds leave the outbox; 1 the worker, 2 the delivery ids.
     static let finishLeaveOutbox = Spelling(
