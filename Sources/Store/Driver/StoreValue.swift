@@ -15,26 +15,42 @@ enum StoreValue: Sendable {
 /// `[notificationID, now, limit]` as they are.
 protocol StoreBindable: Sendable {
     var storeValue: StoreValue { get }
+    /// This type's NULL, so that an Optional of it binds typed without a value.
+    static var null: StoreValue { get }
 }
 
-extension Int64: StoreBindable { var storeValue: StoreValue { .int(self) } }
-extension Int: StoreBindable { var storeValue: StoreValue { .int(Int64(self)) } }
-extension Int32: StoreBindable { var storeValue: StoreValue { .int(Int64(self)) } }
-extension String: StoreBindable { var storeValue: StoreValue { .text(self) } }
-extension Bool: StoreBindable { var storeValue: StoreValue { .bool(self) } }
-extension Array: StoreBindable where Element == Int64 { var storeValue: StoreValue { .ints(self) } }
-extension StoreValue: StoreBindable { var storeValue: StoreValue { self } }
+extension Int64: StoreBindable {
+    var storeValue: StoreValue { .int(self) }
+    static var null: StoreValue { .int(nil) }
+}
+extension Int: StoreBindable {
+    var storeValue: StoreValue { .int(Int64(self)) }
+    static var null: StoreValue { .int(nil) }
+}
+extension Int32: StoreBindable {
+    var storeValue: StoreValue { .int(Int64(self)) }
+    static var null: StoreValue { .int(nil) }
+}
+extension String: StoreBindable {
+    var storeValue: StoreValue { .text(self) }
+    static var null: StoreValue { .text(nil) }
+}
+extension Bool: StoreBindable {
+    var storeValue: StoreValue { .bool(self) }
+    static var null: StoreValue { .bool(nil) }
+}
+extension Array: StoreBindable where Element == Int64 {
+    var storeValue: StoreValue { .ints(self) }
+    static var null: StoreValue { .ints([]) }
+}
+extension StoreValue: StoreBindable {
+    var storeValue: StoreValue { self }
+    static var null: StoreValue { .text(nil) }
+}
 
 extension Optional: StoreBindable where Wrapped: StoreBindable {
-    var storeValue: StoreValue {
-        if let value = self { return value.storeValue }
-        // The wrapped type's NULL: `Wrapped` names it even without a value.
-        switch (Wrapped.self as Any.Type) {
-        case is Int64.Type, is Int.Type, is Int32.Type: return .int(nil)
-        case is Bool.Type: return .bool(nil)
-        default: return .text(nil)
-        }
-    }
+    var storeValue: StoreValue { self?.storeValue ?? Wrapped.null }
+    static var null: StoreValue { Wrapped.null }
 }
 
 extension StoreValue {
