@@ -27,15 +27,19 @@ struct SQLiteTransaction: StoreConnection {
 
     func wakeWorkers() async throws {}
 
+    /// Each argument as GRDB binds it: booleans as 0/1, lists as one JSON text.
+    /// Built as `DatabaseValueConvertible` existentials, as an array literal of
+    /// arguments is: GRDB's initializer from a sequence of `DatabaseValue`s maps it
+    /// through a key path, a runtime look-up per value.
     static func bind(_ arguments: [any StoreBindable]) -> StatementArguments {
-        StatementArguments(arguments.map { argument -> DatabaseValue in
+        StatementArguments(arguments.map { argument -> (any DatabaseValueConvertible)? in
             switch argument.storeValue {
-            case .int(let n): n.databaseValue
-            case .text(let s): s.databaseValue
-            case .bytes(let b): b.map { Data($0) }.databaseValue
-            case .bool(let b): b.map { $0 ? 1 : 0 }.databaseValue
-            case .ints(let list): jsonArray(list).databaseValue
-            case .texts(let list): jsonArray(list).databaseValue
+            case .int(let n): n
+            case .text(let s): s
+            case .bytes(let b): b.map { Data($0) }
+            case .bool(let b): b.map { $0 ? 1 : 0 }
+            case .ints(let list): jsonArray(list)
+            case .texts(let list): jsonArray(list)
             }
         })
     }
