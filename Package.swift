@@ -98,28 +98,78 @@ let package = Package(
             cSettings: cFlags(["-O2", "-Wall", "-Wextra"]),
             linkerSettings: [.linkedLibrary("crypto")]
         ),
-        // apns-server's policy: config, auth, routes, fan-out, the outbox worker, metrics.
+        // apns-server in layers, each a target so that the compiler keeps the arrows
+        // docs/ARCHITECTURE.md draws: HTTP -> Delivery <- Workers, all over Core, and the
+        // app (Service) assembling them. Nothing below the app imports a layer beside it.
+        //
+        // Core: what every layer shares: the config as read, the clock, the log's time,
+        // JSON, the metrics, and the values the config names (API keys, quiet hours,
+        // batching rules).
         .target(
-            name: "Service",
+            name: "ServiceCore",
             dependencies: [
                 "APNs", "Store", "CServiceCrypto", "CBuildInfo", "BuildCommit",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        // Delivery: the policy of a send, whoever asks for it: fan-out plans, registration,
+        // schedules, holds, batching, Live Activities, broadcast channels, the APNs clients.
+        .target(
+            name: "ServiceDelivery",
+            dependencies: [
+                "ServiceCore", "APNs", "Store",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // Workers: the loops that do what is stored: the outbox, schedules, broadcasts,
+        // webhooks, the pruner and the gauges.
+        .target(
+            name: "ServiceWorkers",
+            dependencies: [
+                "ServiceCore", "ServiceDelivery", "APNs", "Store",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
+        // HTTP: the API's routes, auth, idempotency, errors, connection guards, the
+        // console and the OpenAPI document (kept as files, compiled in as text).
+        .target(
+            name: "ServiceHTTP",
+            dependencies: [
+                "ServiceCore", "ServiceDelivery", "APNs", "Store", "CServiceCrypto",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "Yams", package: "Yams"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            exclude: ["Console/console.html", "Console/console.js", "Console/console.css", "OpenAPI/openapi.json"],
+            plugins: ["EmbedAssetsPlugin"]
+        ),
+        // The app: builds the router and the services from the config and runs them
+        // (`buildApplication`), the process's entry points and `store copy`.
+        .target(
+            name: "Service",
+            dependencies: [
+                "ServiceCore", "ServiceDelivery", "ServiceWorkers", "ServiceHTTP", "APNs", "Store",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            ],
-            exclude: ["Console/console.html", "Console/console.js", "Console/console.css", "HTTP/OpenAPI/openapi.json"],
-            plugins: ["EmbedAssetsPlugin"]
+            ]
         ),
         .executableTarget(name: "apns-server", dependencies: [
-            "Service",
+            "Service", "ServiceCore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
@@ -127,7 +177,7 @@ let package = Package(
         ]),
         // Tests only, never a product: apns-server on a clock the test moves (a file it writes).
         .executableTarget(name: "apns-server-testclock", dependencies: [
-            "Service",
+            "Service", "ServiceCore",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -163,7 +213,8 @@ let package = Package(
         // apns-server: its HTTP contract in process (HummingbirdTesting), and as a process where
         // one is the point (signals, kill -9, exit codes, several instances); a real mock over TLS.
         .testTarget(name: "ServerTests", dependencies: [
-            "APNsMock", "CServiceCrypto", "Service", "Store", "TestSupport",
+            "APNsMock", "CServiceCrypto", "Service", "ServiceCore", "ServiceDelivery", "ServiceWorkers", "ServiceHTTP",
+            "Store", "TestSupport",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "TestSupport"]),

@@ -2,7 +2,7 @@
 # Writes DIR/EmbeddedAssets.swift: each FILE's text as a raw string literal, so that the
 # files the service serves (the console's page, script and style, the OpenAPI document)
 # are kept, edited and checked as what they are, and the binary still carries them with
-# no resource bundle beside it. SwiftPM runs it before every build of the Service target
+# no resource bundle beside it. SwiftPM runs it before every build of the ServiceHTTP target
 # (Plugins/EmbedAssetsPlugin); the file is rewritten only when a FILE changed.
 #   scripts/embed-assets.sh DIR FILE...
 # A member is named after its file: console.js is consoleJS, openapi.json openapiJSON.

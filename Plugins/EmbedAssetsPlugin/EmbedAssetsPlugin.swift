@@ -1,14 +1,14 @@
 import Foundation
 import PackagePlugin
 
-/// Runs scripts/embed-assets.sh before every build of the `Service` target: the console's
+/// Runs scripts/embed-assets.sh before every build of the `ServiceHTTP` target: the console's
 /// page, script and style and the OpenAPI document are files of their own (excluded from
 /// the target's sources in Package.swift), compiled in as `EmbeddedAssets`.
 @main
 struct EmbedAssetsPlugin: BuildToolPlugin {
     /// The files, relative to the target's folder, in the order they are embedded.
     static let assets = ["Console/console.html", "Console/console.js", "Console/console.css",
-                         "HTTP/OpenAPI/openapi.json"]
+                         "OpenAPI/openapi.json"]
 
     func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {
         let output = context.pluginWorkDirectoryURL.appending(path: "generated")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Service
+import ServiceCore
 
 /// Thin: the service is the Service library's `buildApplication`; this reads the
 /// command line, sets up the process's logging and metrics, and runs it.

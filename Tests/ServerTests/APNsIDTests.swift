@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Service
+@testable import ServiceDelivery
 
 /// The apns-ids a fan-out chooses: canonical version 7 UUIDs (APNS-PROTOCOL.md:
 /// "apns-id: a canonical UUID, lower case"), increasing, so that the log's unique

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Service
+import ServiceCore
 import TestSupport
 
 /// A bad config is one clear line on stderr and exit 2, before anything listens.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import Service
+@testable import ServiceCore
+@testable import ServiceHTTP
 
 /// The console's files as apns-server serves them: no credential needed for the
 /// files (they hold no data), strict CSP and frame headers, nothing inline and
@@ -45,7 +47,7 @@ import Testing
     /// backslashes they hold.
     @Test func theServedFilesAreTheSourceTreesFiles() async throws {
         let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appending(path: "../../Sources/Service").standardized
+            .appending(path: "../../Sources/ServiceHTTP").standardized
         func file(_ path: String) throws -> String {
             let text = try String(contentsOf: sources.appending(path: path), encoding: .utf8)
             return text.hasSuffix("\n") ? String(text.dropLast()) : text
@@ -57,7 +59,7 @@ import Testing
                 #expect(await server.request("GET", route).body == text, "\(route)")
             }
         }
-        let document = try file("HTTP/OpenAPI/openapi.json")
+        let document = try file("OpenAPI/openapi.json")
         #expect(OpenAPIDocument.text == document)
         #expect(OpenAPIDocument.text.contains(#"\\x20"#), "its JSON escapes stay as written")
     }

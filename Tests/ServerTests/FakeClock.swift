@@ -1,5 +1,6 @@
 import Synchronization
 @testable import Service
+@testable import ServiceCore
 
 /// "Now" as the test sets it, handed to the application in process: no file and
 /// no process between. The same verbs as `TestClock`, so a test reads the same

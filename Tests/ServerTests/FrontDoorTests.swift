@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 @testable import Service
+@testable import ServiceHTTP
 
 /// The small doors into the server: a token for trying the app routes by hand, a
 /// config read from a pipe, and UNIX seconds spelled as the OpenAPI document allows.

@@ -1,5 +1,6 @@
 import Testing
 @testable import Service
+@testable import ServiceWorkers
 
 /// The worker loop's held deliveries, and which of them a renewal tick extends.
 @Suite struct HeldSetTests {

@@ -4,6 +4,8 @@ import Logging
 import Testing
 import TestSupport
 @testable import Service
+@testable import ServiceCore
+@testable import ServiceWorkers
 @testable import Store
 
 /// The application in process on `store` with `clock`, as `withServer` runs it.
@@ -146,7 +148,8 @@ func withClockedServer<T>(_ store: ServerStore, production: MockServer?, clock: 
             let config = try ServerConfig.load(path: server.configPath, environment: [:])
             let opened = try APNsServer.openStore(config.database)
             defer { Task { await APNsServer.closeStore(opened) } }
-            let pruner = LogPruner(config: config, store: opened, clock: clock,
+            let pruner = LogPruner(retention: config.retention, idempotencyRetentionHours: config.idempotencyRetentionHours,
+                                   store: opened, clock: clock,
                                    metrics: ServiceMetrics(registry: Dependencies().metrics, config: config),
                                    logger: .init(label: "test"))
             #expect(await pruner.pruneIdempotencyKeys() == 1, "the 25-hour-old key only")

@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 import TestSupport
 @testable import Service
+@testable import ServiceCore
 @testable import Store
 
 /// The application as a value, driven through its router: no socket, no child

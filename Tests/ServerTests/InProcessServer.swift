@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import Store
 @testable import Service
+@testable import ServiceCore
 
 /// The HTTP API a server test talks to: the built binary as a child process
 /// (`ServerProcess`), or the application in this process (`InProcessServer`).

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 @testable import Service
+@testable import ServiceHTTP
 
 /// `GET /openapi.json` describes exactly what the application serves: every route
 /// its router registers is in the document (method and path), and every operation

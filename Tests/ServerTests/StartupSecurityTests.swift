@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TestSupport
 @testable import Service
+@testable import ServiceCore
 @testable import Store
 
 /// What an operator's files and logs show: the SQLite database and its WAL/SHM are

@@ -4,6 +4,7 @@ import Store
 import Testing
 import TestSupport
 @testable import Service
+@testable import ServiceDelivery
 
 /// A pending delivery says why it waits and until when (`waiting`), on both stores,
 /// with a clock the test holds; scheduled notifications are listed soonest first

@@ -1,5 +1,6 @@
 import Foundation
 import Service
+import ServiceCore
 import Synchronization
 
 /// "Now" as a test writes it: decimal Unix milliseconds in a file (replaced whole,
