@@ -5,7 +5,7 @@ import TestSupport
 
 /// Held deliveries in the store: a claim takes only due rows; a coalescing window
 /// keeps one carrier per device and key, with every member in the log; a deferred
-/// delivery is replaced by a later one with its collapse key; v3 keeps a v2 file.
+/// delivery is replaced by a later one with its collapse key; v3 keeps a v2 database.
 /// Each behaviour runs on both stores.
 @Suite(.postgresCluster) struct DueClaimTests {
     static func delivery(_ apnsID: String, device: Int64, payload: String = #"{"aps":{}}"#,
@@ -142,93 +142,68 @@ import TestSupport
         }
     }
 
-    /// A file at v2 with a log, an outbox and preferences comes through v3 whole.
-    @Test func version3KeepsAVersion2File() async throws {
-        let scratch = Scratch()
-        defer { withExtendedLifetime(scratch) {} }
-        let store = try SQLiteStore(path: scratch.path("old.db"))
-        try await store.execute(Schema.v1.sqlite + ";" + Schema.v2.sqlite + "; PRAGMA user_version = 2")
-        try await store.execute("""
-            INSERT INTO notifications VALUES ('n', 'order_created', 'order', 'o1', 'staff', 1);
-            INSERT INTO payloads (id, notification_id, bytes) VALUES (7, 'n', x'7b7d');
-            INSERT INTO deliveries (id, notification_id, user_id, device_id, token, environment, apns_id, payload,
-                                    push_type, created_at, payload_id, state, status, finished_at)
-                VALUES (1, 'n', 'u', 1, 't', 'production', 'done', x'', 'alert', 1, 7, 'delivered', 200, 2),
-                       (2, 'n', 'u', 2, 't2', 'production', 'waiting', x'', 'alert', 1, 7, 'pending', NULL, NULL);
-            INSERT INTO outbox (delivery_id, available_at) VALUES (2, 1);
-            INSERT INTO preferences VALUES ('u', 'staff', 'newEnquiry', 0, 1);
-            INSERT INTO devices (id, user_id, app_type, token, platform, environment, registered_at, created_at,
-                                 updated_at, last_used_at)
-                VALUES (1, 'u', 'staff', 't', 'ios', 'production', 1, 1, 1, 3);
-            """)
-        try await store.migrate()
-        #expect(try await store.scalar("PRAGMA user_version") == Int64(Migrations.steps.count), "v3 and every later step")
-        #expect(try await store.delivery(apnsID: "done")?.state == "delivered")
-        #expect(try await store.devices(userID: "u").first?.lastUsedAt == 3, "v9 moved it to device_use")
-        #expect(try await store.preferences(userID: "u", appType: "staff") == ["newEnquiry": false])
-        let claimed = try await store.claim(worker: "w", limit: 10, leaseMillis: 1_000, now: 5)
-        #expect(claimed.map(\.delivery.apnsID) == ["waiting"])
-        #expect(claimed.first?.delivery.payload == Array("{}".utf8))
-        #expect(try await store.scalar("SELECT count(*) FROM pragma_foreign_key_check") == 0)
-
-        // An answer from before v8, written in its log row, moved to `results` (v12),
-        // where a finish now writes: the log reads both alike.
-        #expect(try await store.finish(worker: "w", [delivered(2, status: 410, at: 6, attempts: 1)], now: 7) == 0)
-        #expect(try await store.scalar("SELECT count(*) FROM results") == 2)
-        let log = try #require(try await store.notification(id: "n"))
-        #expect(log.counts == ["delivered": 1, "failed": 1])
-        #expect(log.deliveries.map(\.state) == ["delivered", "failed"])
-        #expect(log.deliveries.map(\.status) == [200, 410])
-        #expect(log.deliveries.map(\.finishedAt) == [2, 7])
-        let waiting = try #require(try await store.delivery(apnsID: "waiting"))
-        #expect(waiting.reason == "Unregistered" && waiting.timestamp == 6 && waiting.attempts == 1)
-        #expect(try await store.finish(worker: "w", [delivered(2)], now: 8) == 1, "final once")
-
-        // Text preferences now sit beside toggles.
-        try await store.updatePreferences(userID: "u", appType: "staff", ["timeZone": "Europe/London", "newEnquiry": true], now: 9)
-        #expect(try await store.preferences(userID: "u", appType: "staff") == ["timeZone": "Europe/London", "newEnquiry": true])
-    }
-
-    /// The same on PostgreSQL: a database at v2 comes through v3 and v4 whole, its
-    /// claim index now partial.
-    @Test func version3KeepsAVersion2Database() async throws {
-        let store = try PostgresStore(url: try await suiteCluster().newDatabase())
-        do {
-            try await store.migrate(through: 2)
+    /// A database at v2 with a log, an outbox (one row free, one leased) and
+    /// preferences comes through v3 and every later step whole.
+    @Test(arguments: StoreKind.allCases) func version3KeepsAVersion2Database(_ kind: StoreKind) async throws {
+        try await withStore(kind, migratedThrough: 2) { store in
+            // The one spelling that differs: a bytes literal.
+            func bytes(_ hex: String) -> String { kind == .sqlite ? "x'\(hex)'" : "'\\x\(hex)'" }
             for statement in [
                 "INSERT INTO notifications VALUES ('n', 'order_created', 'order', 'o1', 'staff', 1)",
-                "INSERT INTO payloads (id, notification_id, bytes) VALUES (7, 'n', '\\x7b7d')",
+                "INSERT INTO payloads (id, notification_id, bytes) VALUES (7, 'n', \(bytes("7b7d")))",
                 """
                 INSERT INTO deliveries (id, notification_id, user_id, device_id, token, environment, apns_id, payload,
                                         push_type, created_at, payload_id, state, status, finished_at)
-                    VALUES (1, 'n', 'u', 1, 't', 'production', 'done', '', 'alert', 1, 7, 'delivered', 200, 2),
-                           (2, 'n', 'u', 2, 't2', 'production', 'waiting', '', 'alert', 1, 7, 'pending', NULL, NULL),
-                           (3, 'n', 'u', 3, 't3', 'production', 'held', '', 'alert', 1, 7, 'pending', NULL, NULL)
+                    VALUES (1, 'n', 'u', 1, 't', 'production', 'done', \(bytes("")), 'alert', 1, 7, 'delivered', 200, 2),
+                           (2, 'n', 'u', 2, 't2', 'production', 'waiting', \(bytes("")), 'alert', 1, 7, 'pending', NULL, NULL),
+                           (3, 'n', 'u', 3, 't3', 'production', 'held', \(bytes("")), 'alert', 1, 7, 'pending', NULL, NULL)
                 """,
                 "INSERT INTO outbox (delivery_id, available_at, lease_until, claimed_by) VALUES (2, 1, NULL, NULL), (3, 1, 100, 'gone')",
                 "INSERT INTO preferences VALUES ('u', 'staff', 'newEnquiry', false, 1)",
+                """
+                INSERT INTO devices (id, user_id, app_type, token, platform, environment, registered_at, created_at,
+                                     updated_at, last_used_at)
+                    VALUES (1, 'u', 'staff', 't', 'ios', 'production', 1, 1, 1, 3)
+                """,
             ] {
                 try await store.execute(statement)
             }
             try await store.migrate()
-            #expect(try await store.scalar("SELECT max(version) FROM schema_migrations") == Int64(PostgresMigrations.steps.count))
+            #expect(try await store.schemaVersion() == Int64(Schema.steps.count), "v3 and every later step")
             #expect(try await store.delivery(apnsID: "done")?.state == "delivered")
+            #expect(try await store.devices(userID: "u").first?.lastUsedAt == 3, "v9 moved it to device_use")
             #expect(try await store.preferences(userID: "u", appType: "staff") == ["newEnquiry": false])
-            #expect(try await store.claim(worker: "w", limit: 10, leaseMillis: 1_000, now: 5).map(\.delivery.apnsID) == ["waiting"],
-                    "the other is still leased")
-            let claimed = try await store.claim(worker: "w", limit: 10, leaseMillis: 1_000, now: 100)
-            #expect(claimed.map(\.delivery.apnsID) == ["held"], "its lease ran out")
+            let claimed = try await store.claim(worker: "w", limit: 10, leaseMillis: 1_000, now: 5)
+            #expect(claimed.map(\.delivery.apnsID) == ["waiting"], "the other is still leased")
             #expect(claimed.first?.delivery.payload == Array("{}".utf8))
-            #expect(try await store.scalar("""
-                SELECT count(*) FROM pg_indexes WHERE tablename = 'outbox' AND indexname IN ('outbox_free', 'outbox_leased')
-                """) == 2)
+            if kind == .sqlite {
+                #expect(try await store.scalar("SELECT count(*) FROM pragma_foreign_key_check") == 0)
+            } else {
+                #expect(try await store.scalar("""
+                    SELECT count(*) FROM pg_indexes WHERE tablename = 'outbox' AND indexname IN ('outbox_free', 'outbox_leased')
+                    """) == 2, "the claim's indexes are partial")
+            }
 
+            // An answer from before v8, written in its log row, moved to `results` (v12),
+            // where a finish now writes: the log reads both alike.
+            #expect(try await store.finish(worker: "w", [delivered(2, status: 410, at: 6, attempts: 1)], now: 7) == 0)
+            #expect(try await store.scalar("SELECT count(*) FROM results") == 2)
+            let log = try #require(try await store.notification(id: "n"))
+            #expect(log.counts == ["delivered": 1, "failed": 1, "pending": 1])
+            #expect(log.deliveries.map(\.state) == ["delivered", "failed", "pending"])
+            #expect(log.deliveries.map(\.status) == [200, 410, nil])
+            #expect(log.deliveries.map(\.finishedAt) == [2, 7, nil])
+            let waiting = try #require(try await store.delivery(apnsID: "waiting"))
+            #expect(waiting.reason == "Unregistered" && waiting.timestamp == 6 && waiting.attempts == 1)
+            #expect(try await store.finish(worker: "w", [delivered(2)], now: 8) == 1, "final once")
+
+            let late = try await store.claim(worker: "w", limit: 10, leaseMillis: 1_000, now: 100)
+            #expect(late.map(\.delivery.apnsID) == ["held"], "its lease ran out")
+            #expect(late.first?.delivery.payload == Array("{}".utf8))
+
+            // Text preferences now sit beside toggles.
             try await store.updatePreferences(userID: "u", appType: "staff", ["timeZone": "Europe/London", "newEnquiry": true], now: 9)
             #expect(try await store.preferences(userID: "u", appType: "staff") == ["timeZone": "Europe/London", "newEnquiry": true])
-            await store.close()
-        } catch {
-            await store.close()
-            throw error
         }
     }
 }

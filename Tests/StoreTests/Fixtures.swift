@@ -11,10 +11,20 @@ protocol TestStore: DeliveryStore {
     func execute(_ sql: String) async throws(StoreError)
     /// The rows of one statement, each column as text (NULL as nil).
     func texts(_ sql: String) async throws(StoreError) -> [[String?]]
+    /// The schema's first `last` steps only: a database as an older release left it.
+    func migrate(through last: Int) async throws(StoreError)
 }
 
 extension SQLiteStore: TestStore {}
 extension PostgresStore: TestStore {}
+
+extension TestStore {
+    /// The last schema step applied: SQLite's `user_version`, PostgreSQL's newest
+    /// `schema_migrations` row.
+    func schemaVersion() async throws -> Int64? {
+        try await scalar(self is SQLiteStore ? "PRAGMA user_version" : "SELECT max(version) FROM schema_migrations")
+    }
+}
 
 /// The stores a shared test runs on. The PostgreSQL case uses the suite's cluster
 /// (`@Suite(.postgresCluster)`), a new database per test.
@@ -32,6 +42,28 @@ func withStore<T>(_ kind: StoreKind, _ body: (any TestStore) async throws -> T) 
         return try await body(try await makeStore(scratch))
     case .postgres:
         return try await withPostgres { try await body($0) }
+    }
+}
+
+/// A store of `kind` on a new database migrated through `step` only, as an older
+/// release left it, for `body` only.
+func withStore<T>(_ kind: StoreKind, migratedThrough step: Int,
+                  _ body: (any TestStore) async throws -> T) async throws -> T {
+    let store: any TestStore
+    let scratch = Scratch()
+    defer { withExtendedLifetime(scratch) {} }
+    switch kind {
+    case .sqlite: store = try SQLiteStore(path: scratch.path("old.db"))
+    case .postgres: store = try PostgresStore(url: try await suiteCluster().newDatabase())
+    }
+    do {
+        try await store.migrate(through: step)
+        let result = try await body(store)
+        await store.close()
+        return result
+    } catch {
+        await store.close()
+        throw error
     }
 }
 
