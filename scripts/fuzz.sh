@@ -10,7 +10,7 @@
 #   error_body   the sender's APNs error-body reader (sender.c)
 #   proxy_answer the sender's CONNECT tunnel reading a proxy's answer (proxy_tunnel.c)
 #   key_pem      the sender's .p8 loader (jwt.c)
-#   swift_payload  JSONCompactor and DeviceToken (Sources/APNs), built with swiftc
+#   swift_payload  JSONReader and DeviceToken (Sources/APNs), built with swiftc
 #   swift_tokens   apns-send's token-file reader and --resume record reader (Sources/apns-send)
 # Each runs FUZZ_SECONDS (default 60; one harness a core) with AddressSanitizer + UBSan, starting
 # from fuzz/corpus/<name>/ (new finds go to .build-fuzz/corpus/<name>/, the
@@ -86,14 +86,20 @@ build() {
     h2_client|error_body|proxy_answer) link "$name" "${shim_all[@]}" ;;
     key_pem)    link "$name" "$jwt" ;;
     swift_payload)
-      "$SWIFTC" -sanitize=fuzzer,address -parse-as-library -O -module-name APNs -use-ld=lld \
-        fuzz/swift/PayloadFuzz.swift Sources/APNs/JSONCompactor.swift Sources/APNs/DeviceToken.swift \
+      "$SWIFTC" -sanitize=fuzzer,address -parse-as-library -O -module-name APNs -package-name apns_engine -use-ld=lld \
+        fuzz/swift/PayloadFuzz.swift Sources/APNs/{JSONReader,JSONString,DeviceToken}.swift \
         -o "$out/$name" ;;
     swift_tokens)
-      "$SWIFTC" -sanitize=fuzzer,address -parse-as-library -O -module-name apns_send -use-ld=lld \
-        fuzz/swift/TokenFuzz.swift \
-        Sources/apns-send/{LineReader,TokenLines,TokenMemory,BloomFilter,TokenFingerprint,ResumedResults,RecordLine,JSONScanner,OutputFormat,UsageError}.swift \
-        -o "$out/$name" ;;
+      # The record reader reads JSON through the library's reader: that reader as a
+      # module of its own (APNs, in this package) that the harness imports.
+      mkdir -p "$out/swift_tokens_modules"
+      "$SWIFTC" -sanitize=fuzzer,address -parse-as-library -O -module-name APNs -package-name apns_engine \
+        -emit-module -emit-module-path "$out/swift_tokens_modules/APNs.swiftmodule" \
+        -emit-library -static -o "$out/swift_tokens_modules/libAPNs.a" Sources/APNs/{JSONReader,JSONString}.swift
+      "$SWIFTC" -sanitize=fuzzer,address -parse-as-library -O -module-name apns_send -package-name apns_engine -use-ld=lld \
+        -I "$out/swift_tokens_modules" fuzz/swift/TokenFuzz.swift \
+        Sources/apns-send/{LineReader,TokenLines,TokenMemory,BloomFilter,TokenFingerprint,ResumedResults,RecordLine,OutputFormat,UsageError}.swift \
+        "$out/swift_tokens_modules/libAPNs.a" -o "$out/$name" ;;
     *) echo "fuzz.sh: unknown harness $name" >&2; exit 2 ;;
   esac
 }

@@ -31,14 +31,10 @@ public struct Payload: Sendable, Hashable {
     public init(json: some Sequence<UInt8>) throws(Payload.Error) {
         let compacted: (bytes: [UInt8], isObject: Bool)
         do {
-            compacted = try JSONCompactor.compact(Array(json))
+            compacted = try JSONReader.compact(Array(json))
         } catch {
-            switch error {
-            case .empty: throw .empty
-            case .syntax(let offset, let expected): throw .notJSON("expected \(expected) at byte \(offset)")
-            case .invalidUTF8(let offset): throw .notJSON("invalid UTF-8 at byte \(offset)")
-            case .tooDeep(let limit): throw .notJSON("nested deeper than \(limit) levels")
-            }
+            if error == .empty { throw .empty }
+            throw .notJSON(error.description)
         }
         guard compacted.isObject else { throw .notAnObject }
         bytes = compacted.bytes
@@ -59,7 +55,7 @@ public struct Payload: Sendable, Hashable {
     }
 
     private static func isCompactObject(_ bytes: [UInt8]) -> Bool {
-        guard let compacted = try? JSONCompactor.compact(bytes) else { return false }
+        guard let compacted = try? JSONReader.compact(bytes) else { return false }
         return compacted.isObject && compacted.bytes == bytes
     }
 
@@ -146,47 +142,22 @@ public indirect enum JSONValue: Sendable, Hashable {
     /// Appends `s` as a JSON string (quotes, backslash escapes, control characters
     /// as \u00XX): the escaping payloads are written with, shared with apns-server.
     public static func writeString(_ s: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for c in s.utf8 {
-            switch c {
-            case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
-            case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
-            case 0x0A: out.append(contentsOf: #"\n"#.utf8)
-            case 0x0D: out.append(contentsOf: #"\r"#.utf8)
-            case 0x09: out.append(contentsOf: #"\t"#.utf8)
-            case 0x00..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: #"\u00"#.utf8)
-                out.append(hex[Int(c >> 4)])
-                out.append(hex[Int(c & 0xF)])
-            default: out.append(c)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
+        JSONString.write(s, to: &out)
     }
 }
 
 extension JSONValue {
     /// `.number(text)` when `text` is a JSON number, nil otherwise.
     public init?(number text: String) {
-        var rest = Substring(text)
-        func digits() -> Int {
-            let run = rest.prefix { $0.isASCII && $0.isNumber }
-            rest = rest.dropFirst(run.count)
-            return run.count
-        }
-        if rest.first == "-" { rest = rest.dropFirst() }
-        if rest.first == "0" { rest = rest.dropFirst() } else if digits() == 0 { return nil }
-        if rest.first == "." {
-            rest = rest.dropFirst()
-            guard digits() > 0 else { return nil }
-        }
-        if rest.first == "e" || rest.first == "E" {
-            rest = rest.dropFirst()
-            if rest.first == "+" || rest.first == "-" { rest = rest.dropFirst() }
-            guard digits() > 0 else { return nil }
-        }
-        guard rest.isEmpty else { return nil }
+        let bytes = Array(text.utf8)
+        // The number alone: no white space around it, which the reader would pass over.
+        guard let first = bytes.first, let last = bytes.last, first > 0x20, last > 0x20 else { return nil }
+        let isNumber = (try? JSONReader.read(bytes) { (r) throws(JSONReader.Failure) -> Bool in
+            _ = try r.number()
+            try r.end()
+            return true
+        }) ?? false
+        guard isNumber else { return nil }
         self = .number(text)
     }
 }

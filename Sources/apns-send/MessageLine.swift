@@ -182,14 +182,13 @@ enum MessageLine {
 /// The known keys of one compact JSON object, each with its value's kind and bytes.
 private struct Fields {
     struct Value {
-        let kind: JSONScanner.Kind
+        let kind: JSONReader.Kind
         let bytes: ArraySlice<UInt8>
 
         /// The unescaped string, nil when the value is not one.
         var string: String? {
             guard kind == .string else { return nil }
-            var p = JSONScanner(Array(bytes))
-            return p.string().map { String(decoding: $0, as: UTF8.self) }
+            return try? JSONReader.read(Array(bytes)) { (p) throws(JSONReader.Failure) in try p.string() }
         }
 
         /// A number's spelling.
@@ -216,21 +215,26 @@ private struct Fields {
     /// Reads the object's keys; a known key given twice is a problem (which one
     /// would count is a guess). False when the bytes are not an object.
     mutating func scan(duplicates problems: inout [String]) -> Bool {
-        var p = JSONScanner(bytes)
-        guard p.take(UInt8(ascii: "{")) else { return false }
-        if p.take(UInt8(ascii: "}")) { return true }
-        repeat {
-            guard let key = p.string(), p.take(UInt8(ascii: ":")), let kind = p.peekKind(), let span = p.span() else {
-                return false
+        let bytes = bytes
+        var values: [String: Value] = [:]
+        do {
+            try JSONReader.read(bytes) { (p) throws(JSONReader.Failure) in
+                try p.members { (name, p) throws(JSONReader.Failure) in
+                    // Any other key, and a null, is left to `members` to skip.
+                    guard MessageLine.keys.contains(name), let kind = p.peekKind(), kind != .null else { return }
+                    let span = try p.skipValue()
+                    if values[name] != nil {
+                        problems.append("\"\(name)\" given twice")
+                    } else {
+                        values[name] = Value(kind: kind, bytes: bytes[span])
+                    }
+                }
+                try p.end()
             }
-            let name = String(decoding: key, as: UTF8.self)
-            guard MessageLine.keys.contains(name), kind != .null else { continue }
-            if values[name] != nil {
-                problems.append("\"\(name)\" given twice")
-            } else {
-                values[name] = Value(kind: kind, bytes: bytes[span])
-            }
-        } while p.take(UInt8(ascii: ","))
-        return p.take(UInt8(ascii: "}"))
+        } catch {
+            return false
+        }
+        self.values = values
+        return true
     }
 }

@@ -1,3 +1,5 @@
+import APNs
+
 /// One record read back from a results file (for `--resume`): the fields that say
 /// whether its token (or, for a `--messages` run, its line) is settled. Reads what
 /// `Record` writes, and any flat JSON object or RFC 4180 row with the same fields.
@@ -28,31 +30,28 @@ struct RecordLine {
         }
     }
 
-    private static let tokenKey = Array("token".utf8), statusKey = Array("status".utf8)
-    private static let reasonKey = Array("reason".utf8), lineKey = Array("line".utf8)
-
     /// `{"token":"…","status":N,"reason":"…"|null,…,"line":N}`; other keys are skipped.
     static func json(_ line: [UInt8]) -> RecordLine? {
-        var p = JSONScanner(line)
-        var token: [UInt8]?, status: Int?, reason: [UInt8]?, number: Int?
-        guard p.take(UInt8(ascii: "{")) else { return nil }
-        repeat {
-            guard let key = p.string(), p.take(UInt8(ascii: ":")) else { return nil }
-            switch key {
-            case tokenKey: token = p.string()
-            case statusKey: status = p.integer()
-            case lineKey:
-                number = p.integer()
-                if number == nil { return nil }
-            case reasonKey:
-                if !p.null() {
-                    reason = p.string()
-                    if reason == nil { return nil }
+        var token: [UInt8]?, status: Int?, reason: [UInt8]?, number: Int?, whole = true
+        do {
+            try JSONReader.read(line) { (p) throws(JSONReader.Failure) in
+                try p.members { (key, p) throws(JSONReader.Failure) in
+                    switch key {
+                    case "token": token = Array(try p.string().utf8)
+                    case "status": status = Int(try p.number())
+                    case "line":
+                        number = Int(try p.number())
+                        if number == nil { whole = false }
+                    case "reason": if try !p.null() { reason = Array(try p.string().utf8) }
+                    default: break
+                    }
                 }
-            default: guard p.skipValue() else { return nil }
+                try p.end()
             }
-        } while p.take(UInt8(ascii: ","))
-        guard p.take(UInt8(ascii: "}")), p.atEnd, let token, let status else { return nil }
+        } catch {
+            return nil
+        }
+        guard whole, let token, let status else { return nil }
         return RecordLine(token: token, status: status, reason: reason, line: number)
     }
 
