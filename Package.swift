@@ -175,13 +175,6 @@ let package = Package(
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
-        // Tests only, never a product: apns-server on a clock the test moves (a file it writes).
-        .executableTarget(name: "apns-server-testclock", dependencies: [
-            "Service", "ServiceCore",
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "Metrics", package: "swift-metrics"),
-            .product(name: "Prometheus", package: "swift-prometheus"),
-        ], path: "Tests/TestServer"),
         .executableTarget(
             name: "apns-send",
             dependencies: ["APNs", "CBuildInfo", "BuildCommit", .product(name: "ArgumentParser", package: "swift-argument-parser")]

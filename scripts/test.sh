@@ -82,7 +82,7 @@ tests=(.build/debug/apns-enginePackageTests.xctest --testing-library swift-testi
 # this checkout's apns-server and apns-mock children are killed after it, whatever its outcome.
 scripts/timed.sh tests timeout 1200 "${tests[@]}" --skip "$alone"
 status=$?
-pkill -9 -f "^$root/\\.build/[^ ]*/apns-(server|server-testclock|mock) " || true
+pkill -9 -f "^$root/\\.build/[^ ]*/apns-(server|mock) " || true
 [ $status = 0 ] || failed tests
 
 # The guides' commands, in one shell on a copy of the clone, the built binaries as $bin:

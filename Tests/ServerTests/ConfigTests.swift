@@ -112,7 +112,7 @@ import TestSupport
              "apps[0].types.jobUpdate.coalesce.summary: unknown field {cnt}"),
             ("critical", app("    types:\n      jobUpdate: {critical: maybe}"), "apps[0].types.jobUpdate.critical must be true or false"),
             ("type key", app("    types:\n      jobUpdate: {batch: 5}"), "unknown key apps[0].types.jobUpdate.batch"),
-            // The product has no test clock: only the test-only apns-server-testclock moves time.
+            // The product has no test clock: its time is the machine's.
             ("clock", [("log_level: warning", "log_level: warning\ntest_clock_file: clock")], "unknown key test_clock_file"),
         ]
         for (name, replace, expected) in cases {

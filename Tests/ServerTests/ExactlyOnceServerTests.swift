@@ -20,16 +20,16 @@ import TestSupport
         let mocks: [MockServer]
         let scale: ScaleOut?
 
-        init(_ store: ServerStore, options: ServerProcess.Options = ServerProcess.Options()) async throws {
+        init(_ store: ServerStore) async throws {
             if store == .postgres {
-                let scale = try await ScaleOut(instances: 2, options: options)
+                let scale = try await ScaleOut(instances: 2)
                 self.scale = scale
                 servers = scale.servers
                 mocks = scale.mocks
             } else {
                 scale = nil
                 mocks = [try Harness.mock(sandbox: false)]
-                servers = [ServerProcess(sandbox: nil, production: mocks[0], options: options)]
+                servers = [ServerProcess(sandbox: nil, production: mocks[0])]
             }
             for server in servers { try await server.start() }
         }
@@ -50,6 +50,16 @@ import TestSupport
             mocks.flatMap { $0.recordedRequests() }.filter { $0.token == token }.compactMap { request in
                 let json = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any]
                 return ((json?["aps"] as? [String: Any])?["alert"] as? [String: Any])?["title"] as? String
+            }
+        }
+
+        /// When the mocks received the requests to `token` whose alert has this title,
+        /// in Unix milliseconds.
+        func received(_ token: String, title: String) -> [Int64] {
+            mocks.flatMap { $0.recordedRequests() }.filter { $0.token == token }.compactMap { request in
+                let json = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any]
+                let alert = (json?["aps"] as? [String: Any])?["alert"] as? [String: Any]
+                return alert?["title"] as? String == title ? Instants.millis(received: request.received) : nil
             }
         }
 
@@ -116,20 +126,22 @@ import TestSupport
         await s.stop()
     }
 
-    /// Scheduled, then SIGKILL: at its time (the test's clock) it goes once; the
-    /// cancelled one never; the replaced one only in its new form.
+    /// Scheduled a few seconds ahead, then every instance killed (SIGKILL) before its
+    /// time and started again: it goes once, not before its time and not long after;
+    /// the cancelled one never; the replaced one only in its new form. A process is
+    /// the point: the release binary, on the real time.
     @Test(arguments: ServerStore.allCases) func aScheduledNotificationSurvivesKillAndGoesOnce(_ store: ServerStore) async throws {
-        let clock = TestClock(at: "2026-06-01T12:00:00Z")
-        var options = ServerProcess.Options()
-        options.testClockFile = clock.path
-        let s = try await Servers(store, options: options)
+        let s = try await Servers(store)
         do {
             let token = Harness.tokens(1, seed: 2322)[0]
             await BackendAPITests.register(s.servers[0], user: "m", token: token)
             func body(_ title: String, _ extra: String) -> String {
                 #"{"type":"order_status_changed","app_type":"staff","user_ids":["m"],"alert":{"title":"\#(title)","body":"b"}\#(extra)}"#
             }
-            let at = #","send_at":"2026-06-01T12:01:00Z""#
+            // Ahead by many times what four requests and the kills take beside the rest
+            // of the suite; in whole milliseconds, as the API keeps it.
+            let due = Instants.now + 6_000
+            let at = #","send_at":"\#(Instants.iso(due))""#
             let keyed = at + #","schedule_key":"trip-9/event-4/reminder""#
             let last = s.servers.count - 1
             let old = await s.servers[0].backend("POST", "/v1/notifications", body("Old form", keyed))
@@ -140,27 +152,31 @@ import TestSupport
             let doomedID = try #require(doomed.json["notification_id"] as? String)
             #expect(await s.servers[last].backend("DELETE", "/v1/notifications/\(doomedID)").status == 200)
 
-            for i in s.servers.indices { try await s.kill9(i) }
+            // Every instance down at once: only the database holds the schedule.
+            for server in s.servers { await server.stop(SIGKILL) }
+            let killed = Instants.now
+            #expect(killed < due, "killed at \(Instants.iso(killed)), before its time \(Instants.iso(due))")
+            #expect(s.attempts(token) == 0)
+            for server in s.servers { try await server.start() }
+            let up = Instants.now
 
-            // A millisecond early: a probe sent now goes, the reminder not yet.
-            clock.set(TestClock.millis("2026-06-01T12:00:59.999Z"))
-            #expect(await s.servers[0].backend("POST", "/v1/notifications", body("Early probe", "")).status == 202)
-            try await Self.until("the early probe") { s.titles(token) == ["Early probe"] }
-            // Its time: it goes with the clock standing there (no later than its time).
-            clock.set(TestClock.millis("2026-06-01T12:01:00Z"))
-            try await Self.until("the reminder") { s.titles(token).count == 2 }
+            // A probe sent now goes; the reminder goes at its time.
+            #expect(await s.servers[0].backend("POST", "/v1/notifications", body("Probe", "")).status == 202)
+            try await Self.until("the probe and the reminder") { s.titles(token).count == 2 }
             // (Each instance has its own mock: compared as sets, the order is the waits'.)
-            #expect(s.titles(token).sorted() == ["Early probe", "New form"])
+            #expect(s.titles(token).sorted() == ["New form", "Probe"])
+            let sent = try #require(s.received(token, title: "New form").first)
+            #expect(sent >= due - Instants.skew && sent <= max(due, up) + Instants.lateness,
+                    "sent at \(Instants.iso(sent)), due at \(Instants.iso(due)), restarted by \(Instants.iso(up))")
 
             // Killed again after it went (and was recorded: a kill while APNs holds a
             // send is the outbox's at-least-once window): it does not go again.
             try await s.servers[0].drained()
             for i in s.servers.indices { try await s.kill9(i) }
-            clock.set(TestClock.millis("2026-06-01T12:05:00Z"))
             #expect(await s.servers[last].backend("POST", "/v1/notifications", body("Late probe", "")).status == 202)
             try await Self.until("the late probe") { s.titles(token).count == 3 }
             try await s.servers[0].drained()
-            #expect(s.titles(token).sorted() == ["Early probe", "Late probe", "New form"])
+            #expect(s.titles(token).sorted() == ["Late probe", "New form", "Probe"])
             #expect(Set(s.apnsIDs(token)).count == 3, "one delivery each: the schedule was fanned out once")
             #expect(await s.servers[0].backend("GET", "/v1/notifications/\(doomedID)").json["state"] as? String == "cancelled")
         } catch {

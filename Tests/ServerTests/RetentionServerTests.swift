@@ -26,13 +26,13 @@ import TestSupport
             return try #require(r.json["notification_id"] as? String)
         }
         let old = try await notify("r0")
-        clock.set(TestClock.millis("2026-05-02T11:00:00Z"))
+        clock.set(Instants.millis("2026-05-02T11:00:00Z"))
         let recent = try await notify("r1")
         try await server.drained()
         #expect(await server.backend("GET", "/v1/notifications/\(old)").status == 200)
 
         // A day and a minute after the first: only it is past the retention.
-        clock.set(TestClock.millis("2026-05-02T12:01:00Z"))
+        clock.set(Instants.millis("2026-05-02T12:01:00Z"))
         let end = Date().addingTimeInterval(60)
         while await server.backend("GET", "/v1/notifications/\(old)").status != 404 {
             try #require(Date() < end, "the old notification was never pruned")

@@ -10,9 +10,6 @@ import TestSupport
 enum Harness {
     static let pki = TestPKI.shared
     static let binary = Package.executable("apns-server")
-    /// The same server on a clock a test moves (`--clock FILE`): built with the
-    /// tests from Tests/TestServer, never shipped.
-    static let testClockBinary = Package.executable("apns-server-testclock")
     static let apiKey = "test-api-key-0123456789abcdef"
     static let jwtSecret = "a-very-secret-hs256-key-for-the-tests-0123456789"
 
@@ -85,8 +82,6 @@ final class ServerProcess: @unchecked Sendable {
     private var stdoutPath: String { scratch.path("stdout.log") }
     let sandbox: MockServer?
     let production: MockServer?
-    /// "Now" for the test-clock binary; nil: the release binary on the real time.
-    private let testClockFile: String?
 
     struct Options {
         var leaseSeconds = 30
@@ -103,9 +98,6 @@ final class ServerProcess: @unchecked Sendable {
         /// More apps after staff and customer: (app_type, their other lines, each
         /// indented four spaces), on the same key and mocks.
         var extraApps: [(appType: String, lines: String)] = []
-        /// "Now" from this file (see `TestClock`): the server is the test-only
-        /// apns-server-testclock.
-        var testClockFile: String?
         /// The config's `database:` (a postgres:// URL); nil: the SQLite file below.
         var database: String?
     }
@@ -138,7 +130,6 @@ final class ServerProcess: @unchecked Sendable {
             \(app.lines)
             """
         }.joined(separator: "\n")
-        testClockFile = options.testClockFile
         let yaml = """
             listen: 127.0.0.1:0
             database: \(options.database ?? "sqlite:var/apns.db")
@@ -192,8 +183,8 @@ final class ServerProcess: @unchecked Sendable {
     /// Starts the server and waits until it accepts connections.
     func start(environment: [String: String] = [:]) async throws {
         let p = ChildProcess()
-        p.executableURL = URL(fileURLWithPath: testClockFile == nil ? Harness.binary : Harness.testClockBinary)
-        p.arguments = (testClockFile.map { ["--clock", $0] } ?? []) + ["--config", configPath]
+        p.executableURL = URL(fileURLWithPath: Harness.binary)
+        p.arguments = ["--config", configPath]
         p.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("APNS_") }
             .merging(environment) { $1 }
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)

@@ -178,8 +178,8 @@ import TestSupport
     /// A window's send held past its window by quiet hours says quiet hours.
     @Test func aWindowHeldByQuietHoursSaysQuietHours() throws {
         // 23:00 Lisbon; quiet until 07:00 (06:00 UTC).
-        let now = TestClock.millis("2026-06-01T22:00:00Z")
-        let end = TestClock.millis("2026-06-02T06:00:00Z")
+        let now = Instants.millis("2026-06-01T22:00:00Z")
+        let end = Instants.millis("2026-06-02T06:00:00Z")
         let prefs: [String: PreferenceValue] = ["quietHoursEnabled": .bool(true), "quietHoursStart": .text("22:00"),
                                                 "quietHoursEnd": .text("07:00"), "timeZone": .text("Europe/Lisbon")]
         let held = Waiting.of(Self.view(notBefore: end, batched: 2), place: Self.place(end), preferences: prefs, now: now)
