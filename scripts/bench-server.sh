@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark apns-server against apns-send on the same apns-mock: one notification
 # fanned out to N stored devices (company fan-out, every delivery logged in SQLite)
-# vs apns-send with the same tokens and payload. Median of RUNS; peak RSS of each.
+# vs apns-send with the same tokens and payload. Median of RUNS; peak RSS of each; CPU
+# per delivery of each (and of the mock); the server's first delivery after the POST
+# and after its 202; bytes of database each delivery leaves (log, outbox, payloads).
 #   Usage: scripts/bench-server.sh [BIN_DIR] [N=100000] [RUNS=3]
 # BIN_DIR defaults to the release build (swift build -c release).
 # BENCH_SERVER_FEATURES=1: the same with what a backend turns on: every POST carries an
@@ -43,7 +45,7 @@ for i in range(0, n, 1000):
 PY
 mock_args=()
 [ "$features" = 1 ] && mock_args=(--unregistered "$dir/unregistered.txt")
-"$bin/apns-mock" --port 0 --cert "$dir/pki/server.crt" --key "$dir/pki/server.key" "${mock_args[@]}" \
+"$bin/apns-mock" --port 0 --cert "$dir/pki/server.crt" --key "$dir/pki/server.key" "${mock_args[@]}" --stats "$dir/mock-stats.json" \
   --auth-key "$dir/pki/AuthKey_$KEY_ID.p8" --team-id "$TEAM_ID" --topic "$TOPIC" >"$dir/mock.out" 2>"$dir/mock.err" &
 mock=$!
 mock_port=$(mock_port "$dir/mock.out" "$dir/mock.err" $mock) || exit 1
@@ -90,7 +92,16 @@ echo "seeded $n devices in $(python3 -c "import time; print(round(time.time() - 
 payload='{"aps":{"alert":{"title":"Order Ready","body":"Order #1234 is ready for collection"},"badge":1,"sound":"default"},"type":"order_status_changed","entity_type":"order","entity_id":"order-uuid"}'
 echo "$payload" >"$dir/payload.json"
 
-service_rates=()
+# What the log and the outbox leave in the database: its size (pages in use and free,
+# the WAL's included, as a reader sees it) before the fan-outs and after them.
+db_bytes() {
+  python3 -c 'import sqlite3, sys
+c = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+print(c.execute("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()").fetchone()[0])' "$dir/apns.db"
+}
+db0=$(db_bytes)
+
+service_rates=(); first_after_post=(); first_after_202=()
 # CPU of the fan-outs alone (the seeding left out), the server's and the mock's.
 server_cpu0=$(cpu_s $server); mock_cpu0=$(cpu_s $mock)
 for r in $(seq "$runs"); do
@@ -98,17 +109,25 @@ for r in $(seq "$runs"); do
   # The end is read from the database (the /metrics gauge is counted on its own
   # clock), by one watcher connected before the clock starts.
   outbox_watch "sqlite:$dir/apns.db"
+  # The first delivery APNs (the mock) answers: how soon the sending starts.
+  python3 "$(dirname "$0")/lib/first_answer.py" $mock "$dir/mock-stats.json" >"$dir/first.out" &
+  first_watch=$!
+  until grep -q ready "$dir/first.out" 2>/dev/null; do sleep 0.01; done
   t0=$(date +%s.%N)
   reply=$(curl -s -X POST "$base/v1/notifications" -H "Authorization: Bearer $api_key" -H "Content-Type: application/json" "${idempotency[@]}" \
     -d '{"type":"order_status_changed","entity_type":"order","entity_id":"order-uuid","app_type":"staff","company_id":"bench","alert":{"title":"Order Ready","body":"Order #1234 is ready for collection"},"badge":1,"sound":"default"}')
   t1=$(date +%s.%N)
   t2=$(outbox_emptied)
+  wait $first_watch; first=$(sed -n 2p "$dir/first.out")
   id=$(printf '%s' "$reply" | python3 -c 'import json,sys; print(json.load(sys.stdin)["notification_id"])')
   delivered=$(curl -s "$base/v1/notifications/$id" -H "Authorization: Bearer $api_key" | python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"]["delivered"])')
   rate=$(python3 -c "print(round($n / ($t2 - $t0)))")
-  echo "apns-server run $r: $delivered/$n delivered and logged; enqueue $(python3 -c "print(round($t1 - $t0, 2))") s, total $(python3 -c "print(round($t2 - $t0, 2))") s: $rate/s"
-  service_rates+=("$rate")
+  after_post=$(python3 -c "print(round($first - $t0, 3))"); after_202=$(python3 -c "print(round($first - $t1, 3))")
+  echo "apns-server run $r: $delivered/$n delivered and logged; enqueue $(python3 -c "print(round($t1 - $t0, 2))") s, total $(python3 -c "print(round($t2 - $t0, 2))") s: $rate/s;" \
+    "first delivery $after_post s after the POST ($after_202 s after its 202)"
+  service_rates+=("$rate"); first_after_post+=("$after_post"); first_after_202+=("$after_202")
 done
+db1=$(db_bytes)
 server_rss=$(peak_kb $server)
 # The server's own CPU time over the seeding and every run.
 server_cpu=$(cpu_s $server)
@@ -130,7 +149,7 @@ for r in $(seq "$runs"); do
   send_rates+=("$rate"); send_rss+=("$rss"); send_cpu=$(python3 -c "print($send_cpu + $user + $sys)")
 done
 send_mock_cpu=$(python3 -c "print($(cpu_s $mock) - $mock_cpu0)")
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 s=$(median "${service_rates[@]}"); c=$(median "${send_rates[@]}")
 echo
 echo "| $n devices, one notification | deliveries/s (median of $runs) | peak RSS |"
@@ -145,6 +164,10 @@ echo "apns-server CPU: $server_cpu s over the seeding and $runs fan-outs"
 per() { python3 -c "print(round($1 * 1e6 / ($runs * $n), 1))"; }
 echo "CPU per delivery: apns-server $(per "$fanout_cpu") µs (mock $(per "$fanout_mock_cpu") µs);" \
   "apns-send $(per "$send_cpu") µs (mock $(per "$send_mock_cpu") µs)"
+echo "first delivery (median of $runs): $(median "${first_after_post[@]}") s after the POST," \
+  "$(median "${first_after_202[@]}") s after its 202 (negative: before it)"
+echo "database per delivery: $(python3 -c "print(round(($db1 - $db0) / ($runs * $n)))") bytes" \
+  "(the file grew from $(( db0 / 1048576 )) to $(( db1 / 1048576 )) MiB over the $runs fan-outs)"
 if [ "$features" = 1 ]; then
   sleep 2  # the last notification.completed is sent on the webhook worker's next poll
   echo "webhook events received: $(wc -l <"$dir/events.log") ($(sort "$dir/events.log" | uniq -c | awk '{printf "%s %s; ", $2, $1}'))"
